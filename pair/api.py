@@ -1,0 +1,621 @@
+"""pair's library API: `init`, `send`, `wait`, `status`, `read_status`, `clear`, `end` (SPEC 4).
+
+Each returns the dict the CLI prints and raises `ToolError` subclasses carrying `code` and
+`reason`. `unit` calls these in-process; the only processes pair ever starts are the detached
+supervisor and the partner it runs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pair.environment import detect_lead
+from pair.errors import StateError, UsageError
+from pair.git import locate
+from pair.partners import LEADS, adapter_for
+from pair.state import (
+    TURN_KINDS,
+    Marker,
+    MarkerUnreadable,
+    PairPaths,
+    Session,
+    load_session,
+    marker_mutex,
+    read_marker,
+    read_receipt,
+    release_owned_marker,
+    save_session,
+    write_marker,
+)
+from registry.atomic import ensure_private_dir, remove_file, write_text_atomic
+from registry.processes import ProcessIdentity, current_identity, is_alive
+from registry.timeutil import iso_z, stamp
+
+ROLES = ("peer", "executor")
+HANDSHAKE_SECONDS = 10.0
+WAIT_POLL_SECONDS = 0.1
+NO_MARKER_GRACE_SECONDS = 10.0
+DEFAULT_WAIT_MINUTES = 125.0
+SYNC_SEND_SLACK_SECONDS = 60.0
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _paths(repo: str | Path) -> tuple[Path, PairPaths]:
+    place = locate(repo)
+    return place.root, PairPaths(place.state_dir)
+
+
+def _require_session(paths: PairPaths) -> Session:
+    session = load_session(paths)
+    if session is None:
+        raise StateError(
+            "no-pair-session",
+            f"no pair session in {paths.state_dir} — run pair init first",
+        )
+    return session
+
+
+def resolve_lead(lead: str | None) -> str:
+    if lead is not None:
+        if lead not in LEADS:
+            raise UsageError(
+                "unknown-lead", f"unknown lead {lead!r} — use one of {', '.join(LEADS)}"
+            )
+        return lead
+    return detect_lead() or "lead"
+
+
+def parse_minutes(value: float | str | None, option: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        minutes = float(value)
+    except (TypeError, ValueError):
+        minutes = math.nan
+    if not math.isfinite(minutes) or minutes <= 0:
+        raise UsageError(
+            "invalid-budget", f"{option} must be a positive number of minutes, got {value}"
+        )
+    return minutes
+
+
+def default_budgets(kind: str, write: bool) -> tuple[float, float]:
+    """(idle, total) minutes: 45/120 for a writable task, 20/60 for everything else."""
+    return (45.0, 120.0) if kind == "task" and write else (20.0, 60.0)
+
+
+def session_view(paths: PairPaths, session: Session) -> dict[str, Any]:
+    return {
+        "sid": session.sid,
+        "partner": session.partner,
+        "role": session.role,
+        "lead": session.lead,
+        "model": session.model,
+        "effort": session.effort,
+        "identity": session.identity,
+        "identity_home": session.identity_home,
+        "model_resolved": session.model_resolved,
+        "model_source": session.model_source,
+        "resolved_at": session.resolved_at,
+        "seq": session.seq,
+        "created_at": session.created_at,
+        "worktree": session.worktree,
+        "state_dir": str(paths.state_dir),
+        "state_file": str(paths.session_file),
+        "transcripts": str(paths.transcripts_dir),
+    }
+
+
+# -- init ------------------------------------------------------------------------------------
+
+
+def init(
+    repo: str | Path,
+    *,
+    partner: str,
+    lead: str | None = None,
+    identity: str | None = None,
+    model: str | None = None,
+    effort: str | None = None,
+    role: str = "peer",
+) -> dict[str, Any]:
+    adapter = adapter_for(partner)
+    if role not in ROLES:
+        raise UsageError("unknown-role", f"unknown role {role!r} — use peer or executor")
+    lead_name = resolve_lead(lead)
+    requested_identity = identity or "default"
+    root, paths = _paths(repo)
+    existing = load_session(paths)
+    if existing is not None:
+        if existing.partner != partner:
+            raise StateError(
+                "pair-exists",
+                f"a {existing.partner} pair already exists here (sid {existing.sid}) — end it "
+                f"first, or pass --partner {existing.partner} to resume it",
+            )
+        if identity is not None and existing.identity != requested_identity:
+            raise StateError(
+                "pair-identity-differs",
+                f"this pair runs as {existing.partner} identity {existing.identity} (sid "
+                f"{existing.sid}) — end it first to pair with identity {requested_identity}",
+            )
+        return {"ok": True, "status": "resumed", **session_view(paths, existing)}
+    if lead_name == partner:
+        raise UsageError(
+            "lead-is-partner",
+            f"refusing to pair {lead_name} with itself — the partner must be a different CLI",
+        )
+    adapter.validate_staffing(model=model, effort=effort, identity=requested_identity)
+    try:
+        marker = read_marker(paths)
+    except MarkerUnreadable:
+        raise StateError(
+            "marker-unreadable",
+            f"the in-flight marker {paths.marker_file} cannot be read — inspect it, then run "
+            "pair clear",
+        ) from None
+    if marker is not None:
+        raise StateError(
+            "bootstrap-in-flight",
+            f"a bootstrap is in flight in {paths.state_dir} — wait for it, or run pair clear "
+            "once its process is gone",
+        )
+    adapter.preflight(model=model, worktree=root)
+    if adapter.bootstrap:  # pragma: no cover (streaming partners arrive with issue 3)
+        raise UsageError("partner-not-available", f"the {partner} partner cannot bootstrap yet")
+    session = Session(
+        partner=partner,
+        sid=f"{partner}-{uuid.uuid4()}",
+        seq=0,
+        lead=lead_name,
+        role=role,
+        model=model,
+        effort=effort,
+        identity=requested_identity,
+        model_source="script command" if partner == "script" else None,
+        worktree=str(root),
+        state_dir=str(paths.state_dir),
+        transcripts=str(paths.transcripts_dir),
+        created_at=iso_z(),
+    )
+    ensure_private_dir(paths.transcripts_dir)
+    save_session(paths, session)
+    return {"ok": True, "status": "created", **session_view(paths, session)}
+
+
+# -- send ------------------------------------------------------------------------------------
+
+
+def _acquire_marker(paths: PairPaths, marker: Marker, root: Path) -> None:
+    with marker_mutex(paths):
+        try:
+            holder = read_marker(paths)
+        except MarkerUnreadable:
+            raise StateError(
+                "marker-unreadable",
+                f"the in-flight marker {paths.marker_file} cannot be read, so a turn is treated "
+                "as running — read it, confirm no partner process remains, then run pair clear",
+            ) from None
+        if holder is not None:
+            pid = holder.live_pid()
+            if pid is not None:
+                raise StateError(
+                    "turn-in-flight",
+                    f"seq {holder.seq} is in flight as pid {pid} since {holder.started_at} — a "
+                    "pair runs one turn at a time; wait for it",
+                    detail={"seq": holder.seq, "pid": pid},
+                )
+            raise StateError(
+                "turn-lost",
+                f"seq {holder.seq} was left in flight since {holder.started_at} and none of its "
+                f"processes are alive — clear it with: pair clear --repo {root}",
+                detail={"seq": holder.seq},
+            )
+        write_marker(paths, marker)
+
+
+def send(
+    repo: str | Path,
+    *,
+    kind: str,
+    body: str | None = None,
+    body_file: str | Path | None = None,
+    lead: str | None = None,
+    write: bool | None = None,
+    background: bool = False,
+    idle_min: float | str | None = None,
+    total_min: float | str | None = None,
+) -> dict[str, Any]:
+    if kind not in TURN_KINDS:
+        raise UsageError(
+            "unknown-kind", f"unknown kind {kind!r} — use one of {', '.join(TURN_KINDS)}"
+        )
+    if body is None:
+        if body_file is None:
+            raise UsageError("missing-body", "send needs --body-file")
+        try:
+            body = Path(body_file).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError("no-body-file", f"no body file at {body_file}") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(
+                "no-body-file", f"cannot read body file {body_file}: {error}"
+            ) from None
+    if not body.strip():
+        raise UsageError("empty-body", "the body is empty — a partner turn needs a message")
+    idle = parse_minutes(idle_min, "--idle-min")
+    total = parse_minutes(total_min, "--total-min")
+    lead_name = resolve_lead(lead) if lead is not None else None
+    root, paths = _paths(repo)
+    session = _require_session(paths)
+    lease = write if write is not None else session.role == "executor"
+    default_idle, default_total = default_budgets(kind, lease)
+    idle = idle or default_idle
+    total = total or default_total
+
+    token = uuid.uuid4().hex
+    launcher = current_identity(argv0="pair send")
+    seq = session.seq + 1
+    marker = Marker(
+        seq=seq,
+        kind=kind,
+        owner_token=token,
+        started_at=iso_z(),
+        write=lease,
+        idle_seconds=idle * 60,
+        total_seconds=total * 60,
+        launcher=launcher.to_json(),
+    )
+    _acquire_marker(paths, marker, root)
+    # The sequence advances before the turn runs: a killed send never lets the next one reuse a
+    # number the partner may have seen.
+    session.seq = seq
+    session.latest_kind = kind
+    save_session(paths, session)
+    header_lead = lead_name or session.lead
+    prompt = f"[agent {header_lead} -> {session.partner} kind={kind} sid={session.sid}]\n\n"
+    prompt += body.rstrip() + "\n"
+    ensure_private_dir(paths.transcripts_dir)
+    write_text_atomic(paths.turn_file(seq, kind, "-prompt.md"), prompt)
+    running = _start_supervisor(paths, root, seq, kind, token)
+    if background:
+        return running
+    return wait(root, seq=seq, timeout_min=(total * 60 + SYNC_SEND_SLACK_SECONDS) / 60)
+
+
+def _start_supervisor(
+    paths: PairPaths, root: Path, seq: int, kind: str, token: str
+) -> dict[str, Any]:
+    log_file = paths.turn_file(seq, kind, "-supervisor.log")
+    log_fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        supervisor = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pair",
+                "_supervise",
+                "--state-dir",
+                str(paths.state_dir),
+                "--seq",
+                str(seq),
+                "--token",
+                token,
+            ],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            start_new_session=True,
+        )
+    except OSError as error:
+        release_owned_marker(paths, token)
+        raise StateError(
+            "supervisor-failed", f"could not start the detached turn supervisor: {error}"
+        ) from None
+    finally:
+        os.close(log_fd)
+    receipt_file = paths.turn_file(seq, kind, "-receipt.json")
+    deadline = time.monotonic() + HANDSHAKE_SECONDS
+    while True:
+        if receipt_file.exists():
+            receipt = read_receipt(receipt_file) or {}
+            return {
+                "ok": True,
+                "status": "running",
+                "finished": True,
+                **_running_view(
+                    paths, seq, kind, receipt.get("supervisor_pid"), receipt.get("partner_pid")
+                ),
+            }
+        try:
+            marker = read_marker(paths)
+        except MarkerUnreadable:
+            marker = None
+        if marker is not None and marker.owner_token == token and marker.partner:
+            partner = ProcessIdentity.from_json(marker.partner)
+            return {
+                "ok": True,
+                "status": "running",
+                **_running_view(paths, seq, kind, supervisor.pid, partner.pid if partner else None),
+            }
+        if supervisor.poll() is not None and not receipt_file.exists():
+            release_owned_marker(paths, token)
+            raise StateError(
+                "supervisor-failed",
+                f"the detached supervisor pid {supervisor.pid} exited before startup — see "
+                f"{log_file}",
+            )
+        if time.monotonic() > deadline:
+            raise StateError(
+                "supervisor-failed",
+                f"the detached supervisor pid {supervisor.pid} did not start within "
+                f"{int(HANDSHAKE_SECONDS)}s — see {log_file}",
+            )
+        time.sleep(0.01)
+
+
+def _running_view(
+    paths: PairPaths, seq: int, kind: str, supervisor_pid: Any, partner_pid: Any
+) -> dict[str, Any]:
+    return {
+        "seq": seq,
+        "kind": kind,
+        "supervisor_pid": supervisor_pid,
+        "partner_pid": partner_pid,
+        "transcript": str(paths.turn_file(seq, kind, ".log")),
+        "prompt_file": str(paths.turn_file(seq, kind, "-prompt.md")),
+        "reply_file": str(paths.turn_file(seq, kind, "-reply.md")),
+        "receipt_file": str(paths.turn_file(seq, kind, "-receipt.json")),
+    }
+
+
+# -- wait ------------------------------------------------------------------------------------
+
+
+def _receipt_path(paths: PairPaths, session: Session, seq: int) -> Path | None:
+    if seq == session.seq and session.latest_kind:
+        return paths.turn_file(seq, session.latest_kind, "-receipt.json")
+    try:
+        names = os.listdir(paths.transcripts_dir)
+    except FileNotFoundError:
+        return None
+    prefix = f"{seq:04d}-"
+    for name in sorted(names):
+        if name.startswith(prefix) and name.endswith("-receipt.json"):
+            return paths.transcripts_dir / name
+    return None
+
+
+def wait(
+    repo: str | Path, *, seq: int | None = None, timeout_min: float | str | None = None
+) -> dict[str, Any]:
+    minutes = parse_minutes(timeout_min, "--timeout-min") or DEFAULT_WAIT_MINUTES
+    if seq is not None and seq < 1:
+        raise UsageError("invalid-seq", f"--seq must be a positive integer, got {seq}")
+    _, paths = _paths(repo)
+    session = _require_session(paths)
+    target = seq if seq is not None else session.seq
+    if target < 1:
+        raise UsageError(
+            "invalid-seq", "no turn has been sent in this pair yet — send one before waiting"
+        )
+    started = time.monotonic()
+    deadline = started + minutes * 60
+    next_liveness_check = started
+    while True:
+        session = load_session(paths) or session
+        receipt_path = _receipt_path(paths, session, target)
+        receipt = read_receipt(receipt_path) if receipt_path else None
+        try:
+            marker = read_marker(paths)
+        except MarkerUnreadable:
+            marker = None
+        own_marker = marker if marker is not None and marker.seq == target else None
+        now = time.monotonic()
+        if receipt is not None:
+            supervisor = ProcessIdentity.from_json(own_marker.supervisor) if own_marker else None
+            if own_marker is None or not is_alive(supervisor):
+                return receipt
+        elif own_marker is not None:
+            if now >= next_liveness_check:
+                next_liveness_check = now + 1.0
+                lost = _lost_reason(own_marker)
+                if lost is not None:
+                    return {
+                        "ok": False,
+                        "status": "worker-lost",
+                        "seq": target,
+                        "reason": lost,
+                        "partner_pid": (own_marker.partner or {}).get("pid"),
+                    }
+        elif now - started > NO_MARKER_GRACE_SECONDS:
+            return {
+                "ok": False,
+                "status": "worker-lost",
+                "seq": target,
+                "reason": "the turn has no receipt and no in-flight marker",
+            }
+        if now > deadline:
+            return {
+                "ok": False,
+                "status": "wait-timeout",
+                "seq": target,
+                "reason": f"no receipt appeared within {minutes:g}m",
+            }
+        time.sleep(WAIT_POLL_SECONDS)
+
+
+def _lost_reason(marker: Marker) -> str | None:
+    """Why this marker's turn can no longer produce a receipt, or None while it still can."""
+    supervisor = ProcessIdentity.from_json(marker.supervisor)
+    if supervisor is not None:
+        if is_alive(supervisor):
+            return None
+        return f"the supervisor pid {supervisor.pid} exited before it wrote a receipt"
+    launcher = ProcessIdentity.from_json(marker.launcher)
+    if launcher is not None and is_alive(launcher):
+        return None
+    return "the turn's launcher exited before a supervisor took the turn"
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+def _turn_view(paths: PairPaths, seq: int, kind: str | None) -> dict[str, Any] | None:
+    if seq < 1 or not kind:
+        return None
+    transcript = paths.turn_file(seq, kind, ".log")
+    try:
+        info = transcript.stat()
+    except FileNotFoundError:
+        return {
+            "seq": seq,
+            "kind": kind,
+            "transcript": str(transcript),
+            "bytes": 0,
+            "last_output_at": None,
+            "seconds_since_output": None,
+        }
+    return {
+        "seq": seq,
+        "kind": kind,
+        "transcript": str(transcript),
+        "bytes": info.st_size,
+        "last_output_at": iso_z(_from_timestamp(info.st_mtime)),
+        "seconds_since_output": max(0, round(time.time() - info.st_mtime)),
+    }
+
+
+def _from_timestamp(value: float) -> Any:
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(value, _dt.UTC)
+
+
+def read_status(state_dir: str | Path) -> dict[str, Any]:
+    """The pair's state from its files alone: no subprocess, no lock, no vendor store walk.
+
+    Reads `session.json`, `in-flight.json`, the current seq's receipt and a `stat` of the
+    current transcript, so its cost never depends on transcript size.
+    """
+    paths = PairPaths(Path(state_dir))
+    try:
+        session = load_session(paths)
+    except StateError as error:
+        return {"ok": False, "code": error.code, "reason": error.reason}
+    if session is None:
+        return {
+            "ok": False,
+            "code": "no-pair-session",
+            "reason": f"no pair session in {paths.state_dir}",
+        }
+    in_flight: dict[str, Any] | None
+    try:
+        marker = read_marker(paths)
+    except MarkerUnreadable as error:
+        marker = None
+        in_flight = {"unreadable": str(paths.marker_file), "error": str(error)}
+    else:
+        in_flight = _marker_view(marker) if marker is not None else None
+    seq, kind = session.seq, session.latest_kind
+    receipt = None
+    if seq >= 1 and kind:
+        receipt = read_receipt(paths.turn_file(seq, kind, "-receipt.json"))
+    turn_seq = marker.seq if marker is not None else seq
+    turn_kind = marker.kind if marker is not None else kind
+    return {
+        "ok": True,
+        **session_view(paths, session),
+        "in_flight": in_flight,
+        "latest_receipt": receipt,
+        "turn": _turn_view(paths, turn_seq, turn_kind),
+    }
+
+
+def _marker_view(marker: Marker) -> dict[str, Any]:
+    partner = ProcessIdentity.from_json(marker.partner)
+    supervisor = ProcessIdentity.from_json(marker.supervisor)
+    alive = any(is_alive(identity) for identity in marker.identities())
+    return {
+        "seq": marker.seq,
+        "kind": marker.kind,
+        "started_at": marker.started_at,
+        "write": marker.write,
+        "partner_pid": partner.pid if partner else None,
+        "supervisor_pid": supervisor.pid if supervisor else None,
+        "heavy_queue": marker.heavy_queue,
+        "alive": alive,
+    }
+
+
+def status(repo: str | Path) -> dict[str, Any]:
+    _, paths = _paths(repo)
+    _require_session(paths)
+    view = read_status(paths.state_dir)
+    # Only streaming partners keep a vendor session store; a script session always "exists".
+    view["session_known"] = True
+    return view
+
+
+# -- clear / end -----------------------------------------------------------------------------
+
+
+def clear(repo: str | Path) -> dict[str, Any]:
+    _, paths = _paths(repo)
+    with marker_mutex(paths):
+        try:
+            marker = read_marker(paths)
+        except MarkerUnreadable:
+            raise StateError(
+                "marker-unreadable",
+                f"the in-flight marker {paths.marker_file} cannot be read — inspect it by hand "
+                "and remove it once no partner process remains",
+            ) from None
+        if marker is None:
+            return {"ok": True, "status": "already-cleared", "lock_file": str(paths.marker_file)}
+        pid = marker.live_pid()
+        if pid is not None:
+            raise StateError(
+                "turn-in-flight",
+                f"seq {marker.seq} is still in flight as pid {pid} — clear it only after that "
+                "process is gone",
+                detail={"seq": marker.seq, "pid": pid},
+            )
+        remove_file(paths.marker_file)
+    return {
+        "ok": True,
+        "status": "cleared",
+        "lock_file": str(paths.marker_file),
+        "marker": marker.to_json(),
+    }
+
+
+def end(repo: str | Path) -> dict[str, Any]:
+    _, paths = _paths(repo)
+    with marker_mutex(paths):
+        if paths.marker_file.exists():
+            raise StateError(
+                "turn-in-flight",
+                f"a turn is in flight (or its marker remains) at {paths.marker_file} — wait for "
+                "it to finish, or run pair clear first",
+            )
+        session = _require_session(paths)
+        # Ending keeps the record of the session: it moves into ended/ (archived by dismantle),
+        # so a later init in this worktree starts clean without losing a transcript.
+        destination = paths.ended_dir / f"{stamp()}-{session.sid}"
+        ensure_private_dir(destination)
+        if paths.transcripts_dir.exists():
+            shutil.move(str(paths.transcripts_dir), str(destination / "transcripts"))
+        shutil.move(str(paths.session_file), str(destination / "session.json"))
+    return {"ok": True, "status": "ended", "sid": session.sid, "ended_dir": str(destination)}

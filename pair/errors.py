@@ -1,0 +1,7 @@
+"""Pair refusals: the registry's typed errors under pair's own names, for readability."""
+
+from __future__ import annotations
+
+from registry.errors import RetryableError, StateError, ToolError, UsageError
+
+__all__ = ["RetryableError", "StateError", "ToolError", "UsageError"]

@@ -1,0 +1,36 @@
+"""Partner adapters: one small module per headless coding-agent CLI (SPEC 4.1).
+
+An adapter knows its CLI's command lines (create, resume, read-only or writable), how the prompt
+is passed, and how the session id, reply and failure are read from its output. Everything else —
+the in-flight lock, budgets, kills, transcripts, receipts — is the supervisor's, the same for all.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from pair.errors import UsageError
+from pair.partners.base import Partner
+
+PARTNERS = ("claude", "codex", "cursor", "opencode", "grok", "script")
+LEADS = ("claude", "codex", "cursor", "opencode", "grok", "human")
+_IMPLEMENTED = {"script": "pair.partners.script"}
+
+
+def adapter_for(name: str) -> Partner:
+    if name not in PARTNERS:
+        raise UsageError(
+            "unknown-partner",
+            f"unknown partner {name!r} — use one of {', '.join(PARTNERS)}",
+        )
+    module_name = _IMPLEMENTED.get(name)
+    if module_name is None:
+        raise UsageError(
+            "partner-not-available",
+            f"the {name} partner is not available in this version of pair yet — use script",
+        )
+    adapter: Partner = import_module(module_name).ADAPTER
+    return adapter
+
+
+__all__ = ["LEADS", "PARTNERS", "Partner", "adapter_for"]

@@ -1,0 +1,81 @@
+"""The `script` partner: the user's own command line as the executor (SPEC 4.1).
+
+Each turn runs `sh -c <model>` with the prompt on stdin, cwd = the worktree; stdout is the reply.
+It never looks up a binary named `script` (util-linux script(1) would execute the prompt).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from pair.errors import UsageError
+from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, TurnRequest
+from registry.processes import child_environment
+
+NEEDS_MODEL = "the script partner needs --model '<command line>'"
+
+
+class ScriptPartner(Partner):
+    name = "script"
+    bootstrap = False
+
+    def validate_staffing(self, *, model: str | None, effort: str | None, identity: str) -> None:
+        if not model or not model.strip():
+            raise UsageError("script-needs-model", NEEDS_MODEL)
+        if effort:
+            raise UsageError(
+                "effort-refused", "the script partner has no reasoning effort — drop --effort"
+            )
+        if identity != "default":
+            raise UsageError(
+                "identity-refused",
+                "the script partner has no named identities — drop --identity or use default",
+            )
+
+    def preflight(self, *, model: str | None, worktree: Path) -> None:
+        if not model or not model.strip():
+            raise UsageError("script-needs-model", NEEDS_MODEL)
+        # `command -v` in the same shell that runs the turn resolves builtins and PATH alike.
+        completed = subprocess.run(
+            ["sh", "-c", 'set -f; set -- $1; command -v -- "$1"', "sh", model],
+            cwd=worktree,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            env=child_environment(),
+            check=False,
+        )
+        if completed.returncode != 0:
+            first_word = model.split()[0] if model.split() else model
+            raise UsageError(
+                "script-command-not-found",
+                f"the script partner's command {first_word!r} does not resolve in {worktree}",
+            )
+
+    def command(self, request: TurnRequest) -> TurnCommand:
+        assert request.model is not None
+        argv = ["sh", "-c", request.model]
+        return TurnCommand(argv=argv, stdin_file=request.prompt_file, recorded=argv)
+
+    def interpret(self, request: TurnRequest, output: TurnOutput) -> TurnOutcome:
+        reply = output.stdout.decode("utf-8", "replace").rstrip()
+        if output.exit_code != 0:
+            return TurnOutcome(
+                status="failed",
+                reply=reply or None,
+                reason=f"sh exited {output.exit_code} — read the transcript",
+            )
+        if not reply:
+            return TurnOutcome(
+                status="empty-reply",
+                reason="the partner exited 0 with no reply — read the transcript before "
+                "resending, the prompt may already be consumed",
+            )
+        return TurnOutcome(status="replied", reply=reply)
+
+    def partial_reply(self, output: TurnOutput) -> str | None:
+        return output.stdout.decode("utf-8", "replace").rstrip() or None
+
+
+ADAPTER = ScriptPartner()

@@ -1,0 +1,251 @@
+"""A pair's files in `<absolute-git-dir>/pair/` and the one-turn-at-a-time marker.
+
+```
+session.json                      the session (partner, sid, seq, staffing)
+in-flight.json                    the in-flight marker: at most one turn (or bootstrap) runs
+in-flight.lock                    flock serializing every change to the marker
+transcripts/NNNN-<kind>.log       the partner's output (redacted), byte for byte
+transcripts/NNNN-<kind>-prompt.md / -reply.md / -receipt.json / -supervisor.log
+ended/<stamp>-<sid>/              sessions that `end` closed (kept for the archive)
+```
+
+The marker is never taken over: a dead one is removed only by `clear`, after proving that none of
+its processes (launcher, supervisor, partner and the partner's process group) is alive. Every
+change to it happens under `in-flight.lock`, so a supervisor's update can never resurrect a marker
+that `clear` removed or overwrite a newer turn's marker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pair.errors import StateError
+from registry.atomic import FILE_MODE, ensure_private_dir, remove_file, write_text_atomic
+from registry.processes import ProcessIdentity, group_members, is_alive
+from registry.records import Record, RecordTooNew, RecordUnreadable
+
+SESSION_SCHEMA_VERSION = 1
+TURN_KINDS = ("task", "review", "question", "ready", "accepted", "blocked", "stalemate", "handoff")
+BOOTSTRAP_KIND = "init"
+
+
+@dataclass(frozen=True)
+class PairPaths:
+    state_dir: Path
+
+    @property
+    def session_file(self) -> Path:
+        return self.state_dir / "session.json"
+
+    @property
+    def marker_file(self) -> Path:
+        return self.state_dir / "in-flight.json"
+
+    @property
+    def marker_mutex_file(self) -> Path:
+        return self.state_dir / "in-flight.lock"
+
+    @property
+    def transcripts_dir(self) -> Path:
+        return self.state_dir / "transcripts"
+
+    @property
+    def ended_dir(self) -> Path:
+        return self.state_dir / "ended"
+
+    def turn_file(self, seq: int, kind: str, suffix: str) -> Path:
+        """`suffix` is `.log`, `-prompt.md`, `-reply.md`, `-receipt.json` or `-supervisor.log`."""
+        return self.transcripts_dir / f"{seq:04d}-{kind}{suffix}"
+
+
+@dataclasses.dataclass(kw_only=True)
+class Session(Record):
+    schema_version: int = SESSION_SCHEMA_VERSION
+    partner: str
+    sid: str
+    seq: int = 0
+    latest_kind: str | None = None
+    lead: str = "lead"
+    role: str = "executor"
+    model: str | None = None
+    effort: str | None = None
+    identity: str = "default"
+    identity_home: str | None = None
+    model_resolved: str | None = None
+    model_source: str | None = None
+    resolved_at: str | None = None
+    partner_bin: str | None = None
+    partner_bin_version: str | None = None
+    worktree: str
+    state_dir: str
+    transcripts: str
+    created_at: str
+
+
+@dataclasses.dataclass(kw_only=True)
+class Marker(Record):
+    seq: int
+    kind: str
+    owner_token: str
+    started_at: str
+    write: bool = False
+    idle_seconds: float | None = None
+    total_seconds: float | None = None
+    launcher: dict[str, Any] | None = None
+    supervisor: dict[str, Any] | None = None
+    partner: dict[str, Any] | None = None
+    heavy_queue: dict[str, Any] | None = None
+
+    def identities(self) -> list[ProcessIdentity]:
+        found = []
+        for raw in (self.partner, self.supervisor, self.launcher):
+            identity = ProcessIdentity.from_json(raw)
+            if identity is not None:
+                found.append(identity)
+        return found
+
+    def live_pid(self) -> int | None:
+        """The pid of the first live process of this turn (partner first), if any."""
+        for identity in self.identities():
+            if is_alive(identity):
+                return identity.pid
+        partner = ProcessIdentity.from_json(self.partner)
+        if partner is not None and partner.pgid is not None:
+            members = group_members(partner.pgid)
+            if members:
+                return members[0]
+        return None
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_bytes())
+
+
+def load_session(paths: PairPaths) -> Session | None:
+    try:
+        data = read_json(paths.session_file)
+    except FileNotFoundError:
+        return None
+    except ValueError as error:
+        raise StateError(
+            "pair-session-unreadable",
+            f"the pair session {paths.session_file} is unreadable: {error}",
+        ) from None
+    if not isinstance(data, dict):
+        raise StateError(
+            "pair-session-unreadable", f"the pair session {paths.session_file} is not an object"
+        )
+    version = data.get("schema_version")
+    try:
+        if isinstance(version, int) and version > SESSION_SCHEMA_VERSION:
+            raise RecordTooNew(version)
+        return Session.decode(data, "session")
+    except (RecordUnreadable, RecordTooNew) as error:
+        raise StateError(
+            "pair-session-unreadable",
+            f"the pair session {paths.session_file} is unreadable: {error}",
+        ) from None
+
+
+def save_session(paths: PairPaths, session: Session) -> None:
+    write_text_atomic(paths.session_file, json.dumps(session.to_json(), indent=2) + "\n")
+
+
+class MarkerUnreadable(Exception):
+    pass
+
+
+def read_marker(paths: PairPaths) -> Marker | None:
+    """The marker, None when there is none; `MarkerUnreadable` when it cannot be parsed."""
+    try:
+        data = read_json(paths.marker_file)
+    except FileNotFoundError:
+        return None
+    except ValueError as error:
+        raise MarkerUnreadable(str(error)) from None
+    if not isinstance(data, dict):
+        raise MarkerUnreadable("not an object")
+    try:
+        return Marker.decode(data, "marker")
+    except RecordUnreadable as error:
+        raise MarkerUnreadable(str(error)) from None
+
+
+@contextlib.contextmanager
+def marker_mutex(paths: PairPaths, timeout_seconds: float = 10.0) -> Iterator[None]:
+    """Serialize changes to the marker (held for milliseconds, never across a turn)."""
+    ensure_private_dir(paths.state_dir)
+    fd = os.open(
+        paths.marker_mutex_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE
+    )
+    try:
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StateError(
+                        "pair-marker-busy",
+                        f"the in-flight marker lock {paths.marker_mutex_file} stayed busy for "
+                        f"{int(timeout_seconds)}s",
+                    ) from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)
+
+
+def write_marker(paths: PairPaths, marker: Marker) -> None:
+    """Write the marker (caller holds `marker_mutex`)."""
+    write_text_atomic(paths.marker_file, json.dumps(marker.to_json(), indent=2) + "\n")
+
+
+def update_owned_marker(paths: PairPaths, token: str, **changes: Any) -> Marker | None:
+    """Apply `changes` to the marker if it is still the one `token` owns; else None."""
+    with marker_mutex(paths):
+        try:
+            marker = read_marker(paths)
+        except MarkerUnreadable:
+            return None
+        if marker is None or marker.owner_token != token:
+            return None
+        for key, value in changes.items():
+            setattr(marker, key, value)
+        write_marker(paths, marker)
+        return marker
+
+
+def release_owned_marker(paths: PairPaths, token: str) -> str | None:
+    """Remove the marker if `token` owns it. Returns a note when someone else's is in place."""
+    with marker_mutex(paths):
+        try:
+            marker = read_marker(paths)
+        except MarkerUnreadable:
+            return f"left an unreadable in-flight marker at {paths.marker_file}"
+        if marker is None:
+            return None
+        if marker.owner_token != token:
+            return f"left an in-flight marker owned by seq {marker.seq}"
+        remove_file(paths.marker_file)
+        return None
+
+
+def read_receipt(path: Path) -> dict[str, Any] | None:
+    try:
+        data = read_json(path)
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        return {"unreadable": str(path)}
+    return data if isinstance(data, dict) else {"unreadable": str(path)}

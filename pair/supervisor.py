@@ -1,0 +1,163 @@
+"""The detached turn supervisor: `python -m pair _supervise --state-dir D --seq N --token T`.
+
+`send` starts it in its own session with stdin from /dev/null and stdout/stderr to the turn's
+`-supervisor.log`, so nobody capturing `send`'s output waits for it. It proves it owns the
+in-flight marker (same seq and owner token), records itself and then the partner in the marker,
+runs the turn (`pair.turn`), writes the reply and the receipt atomically, and only then releases
+the marker. If anything goes wrong it still writes a `failed` receipt and releases the marker; if
+it is killed, `wait` reports `worker-lost` and `clear` recovers.
+
+It imports neither GitPython nor PyGithub.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from pair.environment import partner_environment
+from pair.partners import adapter_for
+from pair.partners.base import TurnOutcome, TurnRequest
+from pair.state import (
+    Marker,
+    PairPaths,
+    Session,
+    load_session,
+    read_marker,
+    release_owned_marker,
+    update_owned_marker,
+)
+from pair.turn import Budgets, TurnResult, run_turn
+from registry.atomic import write_text_atomic
+from registry.processes import ProcessIdentity, current_identity
+from registry.timeutil import iso_z
+
+EXIT_NOT_OWNER = 2
+
+
+def build_receipt(
+    *,
+    paths: PairPaths,
+    session: Session,
+    marker: Marker,
+    result: TurnResult,
+    supervisor_pid: int,
+    started_at: str,
+) -> dict[str, Any]:
+    seq, kind = marker.seq, marker.kind
+    outcome = result.outcome
+    reply_file = paths.turn_file(seq, kind, "-reply.md")
+    return {
+        "seq": seq,
+        "kind": kind,
+        "sid": session.sid,
+        "partner": session.partner,
+        "write": marker.write,
+        "command": result.command,
+        "ok": result.status == "replied",
+        "status": result.status,
+        "reason": outcome.reason,
+        "exit_code": result.exit_code,
+        "seconds": result.seconds,
+        "reply": outcome.reply,
+        "partial_reply": result.partial_reply,
+        "heavy_queue": None,
+        "throttle_signals": result.throttle_signals,
+        "rate_limits": None,
+        "receipt_file": str(paths.turn_file(seq, kind, "-receipt.json")),
+        "transcript": str(paths.turn_file(seq, kind, ".log")),
+        "prompt_file": str(paths.turn_file(seq, kind, "-prompt.md")),
+        "reply_file": str(reply_file) if outcome.reply else None,
+        "started_at": started_at,
+        "finished_at": iso_z(),
+        "supervisor_pid": supervisor_pid,
+        "partner_pid": result.partner.pid if result.partner else None,
+        "budgets": {"idle_seconds": marker.idle_seconds, "total_seconds": marker.total_seconds},
+    }
+
+
+def supervise(state_dir: Path, seq: int, token: str) -> int:
+    paths = PairPaths(state_dir)
+    session = load_session(paths)
+    marker = read_marker(paths)
+    if session is None or marker is None or marker.seq != seq or marker.owner_token != token:
+        return EXIT_NOT_OWNER
+    me = current_identity(argv0="pair _supervise")
+    owned = update_owned_marker(paths, token, supervisor=me.to_json())
+    if owned is None:
+        return EXIT_NOT_OWNER
+    marker = owned
+    started_at = iso_z()
+    kind = marker.kind
+    request = TurnRequest(
+        partner=session.partner,
+        sid=session.sid,
+        seq=seq,
+        kind=kind,
+        write=marker.write,
+        model=session.model_resolved or session.model,
+        effort=session.effort,
+        worktree=Path(session.worktree),
+        prompt_file=paths.turn_file(seq, kind, "-prompt.md"),
+        reply_file=paths.turn_file(seq, kind, "-reply.md"),
+    )
+
+    def record_partner(identity: ProcessIdentity) -> None:
+        update_owned_marker(paths, token, partner=identity.to_json())
+
+    try:
+        adapter = adapter_for(session.partner)
+        result = run_turn(
+            adapter,
+            request,
+            transcript=paths.turn_file(seq, kind, ".log"),
+            budgets=Budgets(
+                idle_seconds=marker.idle_seconds or 20 * 60,
+                total_seconds=marker.total_seconds or 60 * 60,
+            ),
+            environment=partner_environment(codex_home=session.identity_home),
+            on_partner_start=record_partner,
+        )
+    except Exception as error:  # the receipt must exist whatever happened
+        traceback.print_exc()
+        result = TurnResult(
+            outcome=TurnOutcome(status="failed", reason=f"supervisor error: {error}"),
+            exit_code=None,
+            seconds=0.0,
+            command=[],
+            partner=None,
+        )
+    if result.outcome.reply:
+        write_text_atomic(request.reply_file, result.outcome.reply + "\n")
+    receipt = build_receipt(
+        paths=paths,
+        session=session,
+        marker=marker,
+        result=result,
+        supervisor_pid=me.pid,
+        started_at=started_at,
+    )
+    receipt_file = paths.turn_file(seq, kind, "-receipt.json")
+    write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")
+    note = release_owned_marker(paths, token)
+    if note:
+        receipt["in_flight_note"] = note
+        write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")
+    return 0 if receipt["ok"] else 1
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="pair _supervise")
+    parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--seq", type=int, required=True)
+    parser.add_argument("--token", required=True)
+    arguments = parser.parse_args(argv)
+    return supervise(Path(arguments.state_dir), arguments.seq, arguments.token)
+
+
+if __name__ == "__main__":  # pragma: no cover (entered through `python -m pair _supervise`)
+    sys.exit(main(sys.argv[1:]))

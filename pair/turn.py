@@ -1,0 +1,246 @@
+"""Run one partner turn to completion: spawn, stream, enforce budgets, kill, interpret.
+
+Used by the detached supervisor for every `send`. The partner runs in its own process group with
+stdin from the prompt file (or /dev/null); its stdout and stderr are written to the transcript as
+they arrive (redacted, so a split token is still caught), and stdout is also kept (bounded) for the
+adapter to read the reply from. Budgets: `idle` (no output) and `total` (wall time). On a hang the
+partner's whole group and every descendant found with psutil get SIGTERM, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, TurnRequest
+from registry.atomic import FILE_MODE
+from registry.processes import ProcessIdentity, identify, kill_tree
+from registry.redact import StreamRedactor, redact
+
+STDOUT_KEEP_BYTES = 32 * 1024 * 1024
+POLL_SECONDS = 0.25
+KILL_GRACE_SECONDS = 2.0
+THROTTLE_PATTERN = re.compile(
+    rb"(?i)(rate.?limit|too many requests|\b429\b|usage limit|quota exceeded|retry(?:ing)? in \d)"
+)
+THROTTLE_LINE_CUT = 300
+
+
+@dataclass(frozen=True)
+class Budgets:
+    idle_seconds: float
+    total_seconds: float
+
+
+@dataclass
+class TurnResult:
+    outcome: TurnOutcome  # its status: replied | empty-reply | failed | hang-killed
+    exit_code: int | None
+    seconds: float
+    command: list[str]
+    partner: ProcessIdentity | None
+    partial_reply: bool = False
+    throttle_signals: dict[str, Any] | None = None
+
+    @property
+    def status(self) -> str:
+        return self.outcome.status
+
+
+def _duration(seconds: float) -> str:
+    return f"{int(seconds)}s" if seconds < 60 else f"{round(seconds / 60)}m"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def run_turn(
+    adapter: Partner,
+    request: TurnRequest,
+    *,
+    transcript: Path,
+    budgets: Budgets,
+    environment: dict[str, str],
+    on_partner_start: Callable[[ProcessIdentity], None] | None = None,
+) -> TurnResult:
+    started = time.monotonic()
+    command = adapter.command(request)
+    transcript_fd = os.open(
+        transcript, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE
+    )
+    try:
+        try:
+            process = _spawn(command, request.worktree, environment)
+        except OSError as error:
+            reason = redact(f"cannot run {command.argv[0]}: {error.strerror or error}")
+            _write_all(transcript_fd, (reason + "\n").encode())
+            return TurnResult(
+                outcome=TurnOutcome(status="failed", reason=reason),
+                exit_code=None,
+                seconds=round(time.monotonic() - started, 3),
+                command=command.recorded,
+                partner=None,
+            )
+        found = identify(process.pid, argv0=command.argv[0])
+        partner = ProcessIdentity(
+            pid=process.pid,
+            create_time=found.create_time if found else time.time(),
+            pgid=process.pid,  # start_new_session: the partner leads its own group
+            argv0=command.argv[0],
+        )
+        if on_partner_start is not None:
+            on_partner_start(partner)
+        stdout, hang_reason = _stream(process, transcript_fd, budgets, started)
+    finally:
+        os.close(transcript_fd)
+
+    if hang_reason:
+        kill_tree(partner, grace_seconds=KILL_GRACE_SECONDS)
+    exit_code = process.wait()
+    seconds = round(time.monotonic() - started, 3)
+    output = TurnOutput(
+        exit_code=None if hang_reason else exit_code, stdout=stdout, hang=bool(hang_reason)
+    )
+    throttle = throttle_signals(transcript)
+    if hang_reason:
+        partial = adapter.partial_reply(output)
+        return TurnResult(
+            outcome=TurnOutcome(
+                status="hang-killed",
+                reply=redact(partial) if partial else None,
+                reason=f"hang: {hang_reason}",
+            ),
+            exit_code=None,
+            seconds=seconds,
+            command=command.recorded,
+            partner=partner,
+            partial_reply=bool(partial),
+            throttle_signals=throttle,
+        )
+    outcome = adapter.interpret(request, output)
+    if outcome.reply:
+        outcome = TurnOutcome(
+            status=outcome.status,
+            reply=redact(outcome.reply),
+            reason=outcome.reason,
+            sid=outcome.sid,
+            extra=outcome.extra,
+        )
+    return TurnResult(
+        outcome=outcome,
+        exit_code=exit_code,
+        seconds=seconds,
+        command=command.recorded,
+        partner=partner,
+        throttle_signals=throttle,
+    )
+
+
+def _spawn(
+    command: TurnCommand, worktree: Path, environment: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    if command.stdin_file is None:
+        return subprocess.Popen(
+            command.argv,
+            cwd=worktree,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=environment,
+        )
+    with open(command.stdin_file, "rb") as prompt:
+        return subprocess.Popen(
+            command.argv,
+            cwd=worktree,
+            stdin=prompt,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=environment,
+        )
+
+
+def _stream(
+    process: subprocess.Popen[bytes], transcript_fd: int, budgets: Budgets, started: float
+) -> tuple[bytes, str | None]:
+    """Copy the partner's output to the transcript until it exits or a budget runs out.
+
+    Returns the kept stdout and, on a hang, why.
+    """
+    assert process.stdout is not None and process.stderr is not None
+    names = {process.stdout.fileno(): "stdout", process.stderr.fileno(): "stderr"}
+    redactors = {"stdout": StreamRedactor(), "stderr": StreamRedactor()}
+    kept = bytearray()
+    last_output = time.monotonic()
+    hang_reason: str | None = None
+    with selectors.DefaultSelector() as selector:
+        for fd in names:
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ)
+        open_streams = len(names)
+        while open_streams:
+            events = selector.select(timeout=POLL_SECONDS)
+            now = time.monotonic()
+            for key, _ in events:
+                name = names[key.fd]
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(key.fd)
+                    open_streams -= 1
+                    _write_all(transcript_fd, redactors[name].flush())
+                    continue
+                last_output = now
+                if name == "stdout":
+                    kept.extend(chunk)
+                    del kept[:-STDOUT_KEEP_BYTES]
+                _write_all(transcript_fd, redactors[name].feed(chunk, now))
+            for redactor in redactors.values():
+                _write_all(transcript_fd, redactor.pending(now))
+            if not events and process.poll() is not None:
+                break  # exited; a background grandchild may hold the pipes open
+            if now - last_output > budgets.idle_seconds:
+                hang_reason = (
+                    f"no output for {_duration(now - last_output)} — raise it with send --idle-min"
+                )
+            elif now - started > budgets.total_seconds:
+                hang_reason = (
+                    f"total budget {_duration(budgets.total_seconds)} exceeded — raise it with "
+                    "send --total-min"
+                )
+            if hang_reason:
+                break
+    for redactor in redactors.values():
+        _write_all(transcript_fd, redactor.flush())
+    process.stdout.close()
+    process.stderr.close()
+    return bytes(kept), hang_reason
+
+
+def throttle_signals(transcript: Path) -> dict[str, Any] | None:
+    """`{rate_limit_lines, first}` over the transcript's lines, or None when there are none."""
+    count = 0
+    first: str | None = None
+    try:
+        with open(transcript, "rb") as handle:
+            for line in handle:
+                if THROTTLE_PATTERN.search(line):
+                    count += 1
+                    if first is None:
+                        first = line.decode("utf-8", "replace").strip()[:THROTTLE_LINE_CUT]
+    except FileNotFoundError:
+        return None
+    return {"rate_limit_lines": count, "first": first} if count else None

@@ -1,0 +1,121 @@
+"""Run a Typer app so that every outcome is one JSON document and a SPEC 3.0 exit code.
+
+Both `unit` and `pair` enter through `run()`. Commands return a JSON-able dict (exit 0 when its
+`ok` is true, else 1) or a `Rendered` text, or raise a `ToolError`. Typer runs with
+`standalone_mode=False`, so its usage errors arrive here as exceptions and leave as JSON too; only
+`--help` prints text. Anything unexpected becomes `code: internal`, exit 1, with the (redacted)
+traceback in `detail`.
+
+This module never imports click: Typer vendors it, and `typer.TyperException` is the base of its
+usage errors.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+import typer
+import typer.main
+
+from registry.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    ToolError,
+    UsageError,
+)
+from registry.output import Rendered, emit, write_text
+
+
+def _option_takes_value(parameter: Any) -> bool:
+    return not getattr(parameter, "is_flag", False) and not getattr(parameter, "count", False)
+
+
+def _value_options(command: Any) -> dict[str, bool]:
+    """Every option name of `command` mapped to whether it consumes a value."""
+    names: dict[str, bool] = {}
+    for parameter in getattr(command, "params", []):
+        if getattr(parameter, "param_type_name", "") != "option":
+            continue
+        for name in [*parameter.opts, *getattr(parameter, "secondary_opts", [])]:
+            names[name] = _option_takes_value(parameter)
+    return names
+
+
+def check_option_values(root: Any, argv: Sequence[str]) -> None:
+    """Refuse `--name --other`: an option value that starts with `--` is a missing value.
+
+    Click would take `--other` as the value and report something confusing later; SPEC 3.0
+    makes it a usage error naming the option.
+    """
+    command = root
+    options = _value_options(command)
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token == "--":
+            return
+        if token.startswith("--") and "=" not in token:
+            if options.get(token):
+                following = argv[index + 1] if index + 1 < len(argv) else None
+                if following is None or following.startswith("--"):
+                    raise UsageError(
+                        "missing-value",
+                        f"missing value for {token}",
+                        next_step=f"give {token} a value; a value may not start with --",
+                    )
+                index += 2
+                continue
+        elif not token.startswith("-") and hasattr(command, "commands"):
+            subcommand = command.commands.get(token)
+            if subcommand is not None:
+                command = subcommand
+                options = _value_options(command)
+        index += 1
+
+
+def _usage_document(error: typer.TyperException) -> dict[str, Any]:
+    message = error.format_message()
+    return UsageError("usage", message.rstrip(".") if message else "invalid usage").document()
+
+
+def run(app: typer.Typer, argv: Sequence[str] | None, prog_name: str) -> int:
+    """Run `app` with `argv`, print exactly one document, and return the exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        command = typer.main.get_command(app)
+        check_option_values(command, arguments)
+        result = command.main(args=arguments, prog_name=prog_name, standalone_mode=False)
+    except ToolError as error:
+        emit(error.document())
+        return error.exit_code
+    except typer.TyperException as error:
+        emit(_usage_document(error))
+        return EXIT_USAGE if getattr(error, "exit_code", 2) == 2 else EXIT_REFUSED
+    except (typer.Abort, KeyboardInterrupt):
+        emit({"ok": False, "code": "interrupted", "reason": "interrupted", "detail": None})
+        return EXIT_INTERRUPTED
+    except Exception as error:
+        emit(
+            {
+                "ok": False,
+                "code": "internal",
+                "reason": f"unexpected error: {type(error).__name__}: {error}",
+                "detail": {"traceback": traceback.format_exc()},
+            }
+        )
+        return EXIT_REFUSED
+    if isinstance(result, Rendered):
+        write_text(result.text if result.text.endswith("\n") else result.text + "\n")
+        return result.exit_code
+    if isinstance(result, dict):
+        emit(result)
+        return EXIT_OK if result.get("ok") else EXIT_REFUSED
+    if isinstance(result, int):
+        # `--help` (and Typer's own exits) end here: the help text is already printed.
+        return result
+    return EXIT_OK

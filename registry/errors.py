@@ -1,0 +1,62 @@
+"""Typed refusals and the one map from refusal to exit code (SPEC 3.0).
+
+Deep code raises a `ToolError` subclass carrying a stable kebab-case `code`, a `reason` for people
+and, where useful, the next step; only `registry.cli_runner` turns one into the JSON document and
+the exit code. The class decides the exit code:
+
+- `UsageError` (2): the call itself is wrong, decidable from the arguments and the files they name;
+- `StateError` (1): the repository, registry, git or GitHub state refuses, or a step failed;
+- `RetryableError` (75, `retryable: true`): try again later (a lock timeout, rate limits).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_RETRYABLE = 75
+EXIT_INTERRUPTED = 130
+
+
+class ToolError(Exception):
+    """A refusal or failure with a stable `code`. Never raised directly: pick the subclass."""
+
+    exit_code: ClassVar[int] = EXIT_REFUSED
+    retryable: ClassVar[bool] = False
+
+    def __init__(
+        self, code: str, reason: str, *, detail: Any = None, next_step: str | None = None
+    ) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+        self.detail = detail
+        self.next_step = next_step
+
+    def document(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "ok": False,
+            "code": self.code,
+            "reason": self.reason,
+            "detail": self.detail,
+        }
+        if self.next_step:
+            document["next"] = self.next_step
+        if self.retryable:
+            document["retryable"] = True
+        return document
+
+
+class UsageError(ToolError):
+    exit_code = EXIT_USAGE
+
+
+class StateError(ToolError):
+    exit_code = EXIT_REFUSED
+
+
+class RetryableError(ToolError):
+    exit_code = EXIT_RETRYABLE
+    retryable = True

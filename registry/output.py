@@ -1,0 +1,42 @@
+"""The JSON envelope and the only writers to stdout and stderr.
+
+Every outcome is exactly one JSON document on stdout (2-space indent, trailing newline);
+progress of long steps goes to stderr. Both pass through `registry.redact`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from registry.redact import redact
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A command result already rendered for people (`--format table`)."""
+
+    text: str
+    exit_code: int = 0
+
+
+def dumps(document: Any) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def emit(document: Any, stream: TextIO | None = None) -> None:
+    write_text(dumps(document), stream)
+
+
+def write_text(text: str, stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout
+    stream.write(redact(text))
+    stream.flush()
+
+
+def progress(message: str) -> None:
+    """One line of progress for people, on stderr."""
+    sys.stderr.write(redact(message.rstrip("\n")) + "\n")
+    sys.stderr.flush()

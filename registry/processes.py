@@ -1,0 +1,322 @@
+"""Child processes: identity that survives pid reuse, group kills, and bounded streamed runs.
+
+A `ProcessIdentity` is `{pid, pgid, create_time, argv0}`; a process "is" the recorded one only
+when the pid is alive, not a zombie, and started at the same time (within a second: create_time
+follows the system clock). Anything that does not match is never signalled.
+
+Every child runs with stdin from /dev/null, in its own process group, with the no-prompt
+environment of SPEC 3.0, and is killed as a group (plus any `setsid` descendants found with
+psutil) on timeout. psutil is imported lazily: it costs ~25 ms and `status --all` never needs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from registry.redact import StreamRedactor
+
+CREATE_TIME_TOLERANCE = 1.0
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    pid: int
+    create_time: float
+    pgid: int | None = None
+    argv0: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "pgid": self.pgid,
+            "create_time": self.create_time,
+            "argv0": self.argv0,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> ProcessIdentity | None:
+        if not isinstance(data, Mapping):
+            return None
+        pid, create_time = data.get("pid"), data.get("create_time")
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            return None
+        if not isinstance(create_time, int | float) or isinstance(create_time, bool):
+            return None
+        pgid = data.get("pgid")
+        argv0 = data.get("argv0")
+        return cls(
+            pid=pid,
+            create_time=float(create_time),
+            pgid=pgid if isinstance(pgid, int) and not isinstance(pgid, bool) else None,
+            argv0=argv0 if isinstance(argv0, str) else None,
+        )
+
+
+def identify(pid: int, *, argv0: str | None = None) -> ProcessIdentity | None:
+    """The identity of a live process, or None when it is gone."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        create_time = process.create_time()
+    except (psutil.Error, OSError):
+        return None
+    try:
+        pgid: int | None = os.getpgid(pid)
+    except OSError:
+        pgid = None
+    return ProcessIdentity(pid=pid, create_time=create_time, pgid=pgid, argv0=argv0)
+
+
+def current_identity(argv0: str | None = None) -> ProcessIdentity:
+    identity = identify(os.getpid(), argv0=argv0)
+    assert identity is not None  # this process is alive
+    return identity
+
+
+def is_alive(identity: ProcessIdentity | None) -> bool:
+    """True only for the very process recorded: same pid and start time, not a zombie."""
+    if identity is None:
+        return False
+    import psutil
+
+    try:
+        process = psutil.Process(identity.pid)
+        if abs(process.create_time() - identity.create_time) >= CREATE_TIME_TOLERANCE:
+            return False
+        return bool(process.status() != psutil.STATUS_ZOMBIE)
+    except (psutil.Error, OSError):
+        return False
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether any non-zombie process has `pid` (for liveness without a recorded start time)."""
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except (psutil.Error, OSError):
+        return False
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live, non-zombie pids whose process group is `pgid`."""
+    import psutil
+
+    members = []
+    for process in psutil.process_iter(["pid", "status"]):
+        try:
+            if os.getpgid(process.pid) == pgid and process.info["status"] != psutil.STATUS_ZOMBIE:
+                members.append(process.pid)
+        except (OSError, psutil.Error):
+            continue
+    return members
+
+
+def kill_tree(identity: ProcessIdentity, *, grace_seconds: float = 2.0) -> list[int]:
+    """SIGTERM the recorded process's group and descendants, SIGKILL what is left after `grace`.
+
+    Descendants are snapshotted first, because a grandchild that called `setsid()` escapes the
+    group signal. Returns the pids that were signalled. A process that is not the recorded one
+    (pid reused) is never touched.
+    """
+    import psutil
+
+    targets: dict[int, psutil.Process] = {}
+    if is_alive(identity):
+        try:
+            root = psutil.Process(identity.pid)
+            targets[root.pid] = root
+            for child in root.children(recursive=True):
+                targets[child.pid] = child
+        except psutil.Error:
+            pass
+    pgid = identity.pgid
+    if pgid is not None and pgid > 1 and pgid != os.getpgrp():
+        for pid in group_members(pgid):
+            with contextlib.suppress(psutil.Error):
+                targets.setdefault(pid, psutil.Process(pid))
+    targets.pop(os.getpid(), None)
+    for process in targets.values():
+        with contextlib.suppress(psutil.Error):
+            for child in process.children(recursive=True):
+                targets.setdefault(child.pid, child)
+    if not targets:
+        return []
+    _signal_all(targets.values(), pgid, signal.SIGTERM)
+    alive = wait_gone(list(targets.values()), timeout_seconds=grace_seconds)
+    if alive:
+        _signal_all(alive, pgid, signal.SIGKILL)
+        wait_gone(alive, timeout_seconds=grace_seconds)
+    return sorted(targets)
+
+
+def wait_gone(processes: list[Any], *, timeout_seconds: float) -> list[Any]:
+    """Wait until every process is gone or a zombie; return those still running.
+
+    A zombie is dead for our purposes: its parent (often PID 1, which may reap lazily) owns it.
+    """
+    import psutil
+
+    deadline = time.monotonic() + timeout_seconds
+    pending = list(processes)
+    while pending:
+        still_running = []
+        for process in pending:
+            try:
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    still_running.append(process)
+            except (psutil.Error, OSError):
+                continue
+        pending = still_running
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(0.02)
+    return pending
+
+
+def _signal_all(processes: Any, pgid: int | None, signum: int) -> None:
+    import psutil
+
+    if pgid is not None and pgid > 1 and pgid != os.getpgrp():
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signum)
+    for process in processes:
+        with contextlib.suppress(psutil.Error, OSError):
+            process.send_signal(signum)
+
+
+def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment every child gets: never prompts (SPEC 3.0)."""
+    environment = dict(os.environ)
+    environment["GIT_TERMINAL_PROMPT"] = "0"
+    environment["GCM_INTERACTIVE"] = "never"
+    environment.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+    if extra:
+        environment.update(extra)
+    return environment
+
+
+class ChildTimeout(Exception):
+    def __init__(self, seconds: float, output_tail: str) -> None:
+        super().__init__(f"timed out after {int(seconds)}s")
+        self.seconds = seconds
+        self.output_tail = output_tail
+
+
+@dataclass(frozen=True)
+class StreamedResult:
+    exit_code: int
+    output_tail: str
+    seconds: float
+
+
+def run_streamed(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout_seconds: float,
+    sink: IO[bytes] | None,
+    on_start: Callable[[ProcessIdentity], None] | None = None,
+    env: Mapping[str, str] | None = None,
+    tail_bytes: int = 4096,
+) -> StreamedResult:
+    """Run `argv` in its own process group, streaming stdout+stderr (redacted) to `sink`.
+
+    `on_start` receives the child's identity before anything waits on it, so a caller can journal
+    it (SPEC 8: children that can outlive their command). On timeout the whole group is killed
+    and `ChildTimeout` carries the output tail.
+    """
+    started = time.monotonic()
+    process = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env=dict(env) if env is not None else child_environment(),
+    )
+    identity = ProcessIdentity(
+        pid=process.pid,
+        create_time=_create_time_or_now(process.pid),
+        pgid=process.pid,
+        argv0=str(argv[0]),
+    )
+    redactor = StreamRedactor()
+    tail = bytearray()
+
+    def deliver(data: bytes) -> None:
+        if not data:
+            return
+        tail.extend(data)
+        del tail[:-tail_bytes]
+        if sink is not None:
+            sink.write(data)
+            sink.flush()
+
+    try:
+        if on_start is not None:
+            on_start(identity)
+        assert process.stdout is not None
+        stream = process.stdout
+        os.set_blocking(stream.fileno(), False)
+        deadline = started + timeout_seconds
+        with selectors.DefaultSelector() as selector:
+            selector.register(stream, selectors.EVENT_READ)
+            open_stream = True
+            while open_stream:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ChildTimeout(timeout_seconds, "")
+                events = selector.select(timeout=min(remaining, 0.2))
+                for _ in events:
+                    chunk = stream.read(65536)
+                    if chunk is None:
+                        continue
+                    if chunk == b"":
+                        open_stream = False
+                        break
+                    deliver(redactor.feed(chunk))
+                deliver(redactor.pending())
+                # A background grandchild may keep the pipe open after the child exits; once
+                # the child is gone and nothing more is readable, stop reading.
+                if not events and process.poll() is not None:
+                    break
+        deliver(redactor.flush())
+        remaining = max(0.1, deadline - time.monotonic())
+        try:
+            exit_code = process.wait(timeout=remaining)
+        except subprocess.TimeoutExpired:
+            raise ChildTimeout(timeout_seconds, "") from None
+    except ChildTimeout as timeout:
+        deliver(redactor.flush())
+        kill_tree(identity)
+        process.wait()
+        raise ChildTimeout(timeout.seconds, tail.decode("utf-8", "replace")) from None
+    except BaseException:
+        kill_tree(identity)
+        process.wait()
+        raise
+    finally:
+        if process.stdout is not None:
+            process.stdout.close()
+    return StreamedResult(
+        exit_code=exit_code,
+        output_tail=tail.decode("utf-8", "replace"),
+        seconds=round(time.monotonic() - started, 3),
+    )
+
+
+def _create_time_or_now(pid: int) -> float:
+    identity = identify(pid)
+    return identity.create_time if identity is not None else time.time()

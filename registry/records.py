@@ -1,0 +1,267 @@
+"""The unit record (SPEC 2.2): dataclasses that round-trip unknown keys, and their codec.
+
+A record is JSON with `schema_version: 1`. Decoding checks the type of every known key against the
+dataclass annotations and keeps every unknown key in `extra`, which encoding writes back unchanged
+after the known ones: a reader never drops, renames or rejects a key it does not know. A newer
+`schema_version` raises `RecordTooNew`; anything that does not parse or has a known key of the wrong
+type raises `RecordUnreadable` with the reason. Nothing here touches the filesystem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from typing import Any, ClassVar, Self, Union
+
+SCHEMA_VERSION = 1
+
+
+class RecordUnreadable(ValueError):
+    """The bytes are not a record this version can read (parse error or wrong type)."""
+
+
+class RecordTooNew(ValueError):
+    def __init__(self, found: int) -> None:
+        super().__init__(
+            f"schema_version {found} is newer than this unitmgr understands ({SCHEMA_VERSION})"
+        )
+        self.found = found
+
+
+_MISSING: Any = object()
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The resolved annotations of a record class (computed once per class)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
+def _check(value: Any, annotation: Any, where: str) -> Any:
+    """Validate (and, for nested records, decode) `value` against `annotation`."""
+    origin = typing.get_origin(annotation)
+    if annotation is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(annotation)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _check(value, option, where)
+            except RecordUnreadable as error:
+                errors.append(str(error))
+        raise RecordUnreadable(errors[0] if errors else f"{where} has the wrong type")
+    if origin is list:
+        if not isinstance(value, list):
+            raise RecordUnreadable(f"{where} must be a list")
+        (item_type,) = typing.get_args(annotation) or (Any,)
+        return [_check(item, item_type, f"{where}[{i}]") for i, item in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise RecordUnreadable(f"{where} must be an object")
+        return value
+    if isinstance(annotation, type) and issubclass(annotation, Record):
+        if not isinstance(value, dict):
+            raise RecordUnreadable(f"{where} must be an object")
+        return annotation.decode(value, where)
+    if annotation is bool:
+        if not isinstance(value, bool):
+            raise RecordUnreadable(f"{where} must be true or false")
+        return value
+    if annotation is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise RecordUnreadable(f"{where} must be an integer")
+        return value
+    if annotation is float:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise RecordUnreadable(f"{where} must be a number")
+        return float(value)
+    if annotation is str:
+        if not isinstance(value, str):
+            raise RecordUnreadable(f"{where} must be a string")
+        return value
+    raise TypeError(f"unsupported annotation {annotation!r} for {where}")
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_json()
+    if isinstance(value, list):
+        return [_encode(item) for item in value]
+    return value
+
+
+@dataclasses.dataclass(kw_only=True)
+class Record:
+    """Base of every persisted dataclass: typed known keys plus `extra` for the rest."""
+
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, kw_only=True)
+
+    @classmethod
+    def known_keys(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls) if f.name != "extra"]
+
+    @classmethod
+    def decode(cls, data: dict[str, Any], where: str = "record") -> Self:
+        hints = _hints(cls)
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            if field.name == "extra":
+                continue
+            raw = data.get(field.name, _MISSING)
+            if raw is _MISSING:
+                has_default = (
+                    field.default is not dataclasses.MISSING
+                    or field.default_factory is not dataclasses.MISSING
+                )
+                if not has_default:
+                    raise RecordUnreadable(f"{where}.{field.name} is missing")
+                continue
+            values[field.name] = _check(raw, hints[field.name], f"{where}.{field.name}")
+        known = set(cls.known_keys())
+        extra = {key: value for key, value in data.items() if key not in known}
+        return cls(**values, extra=extra)
+
+    def to_json(self) -> dict[str, Any]:
+        document = {key: _encode(getattr(self, key)) for key in self.known_keys()}
+        document.update(self.extra)
+        return document
+
+
+@dataclasses.dataclass(kw_only=True)
+class Resources(Record):
+    """What this unit currently owns, so rollback and dismantle touch only what it made."""
+
+    task_file: bool = False
+    worktree: bool = False
+    local_branch: bool = False
+    pair: bool = False
+
+
+@dataclasses.dataclass(kw_only=True)
+class Staffing(Record):
+    partner: str
+    identity: str = "default"
+    model: str | None = None
+    effort: str | None = None
+    reason: str = ""
+    selected_at: str | None = None
+
+
+@dataclasses.dataclass(kw_only=True)
+class StaffingHistory(Record):
+    current: Staffing
+    history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(kw_only=True)
+class PairRef(Record):
+    """The unit's pointer into its pair's state (the pair owns the truth; status reconciles)."""
+
+    sid: str | None = None
+    state_dir: str | None = None
+    latest_seq: int = 0
+    identity: str = "default"
+    identity_home: str | None = None
+    model_resolved: str | None = None
+    latest_receipt_file: str | None = None
+
+
+@dataclasses.dataclass(kw_only=True)
+class UnitRecord(Record):
+    """One unit: the durable journal of everything `unit` did for it (SPEC 2.2)."""
+
+    LIFECYCLES: ClassVar[tuple[str, ...]] = (
+        "creating",
+        "setting-up",
+        "initializing-pair",
+        "starting",
+        "working",
+        "create-failed",
+        "restaffing",
+        "restaff-failed",
+        "dismantling",
+        "dismantle-failed",
+    )
+
+    schema_version: int = SCHEMA_VERSION
+    unit_id: str
+    issue: int | None = None
+    repository: str = ""
+    common_git_dir: str = ""
+    worktree: str
+    branch: str
+    base: str
+    base_ref: str | None = None
+    base_sha: str | None = None
+    lifecycle: str
+    backend: str = "headless"
+    lead: str = ""
+    task: str = ""
+    task_file: str = ""
+    scope: str = ""
+    paths: list[str] = dataclasses.field(default_factory=list)
+    validation: str = ""
+    setup: str | None = None
+    resources: Resources = dataclasses.field(default_factory=Resources)
+    staffing: StaffingHistory | None = None
+    pending_staffing: dict[str, Any] | None = None
+    restaff_phase: str | None = None
+    pair: PairRef | None = None
+    pending_notice: dict[str, Any] | None = None
+    scope_approval: dict[str, Any] | None = None
+    verification: dict[str, Any] | None = None
+    pr: dict[str, Any] | None = None
+    journal: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    cleanup: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    rollback: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    abandoned: dict[str, Any] | None = None
+    archive: str | None = None
+    error: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+
+    @property
+    def partner(self) -> str | None:
+        return self.staffing.current.partner if self.staffing else None
+
+    @property
+    def identity(self) -> str:
+        return self.staffing.current.identity if self.staffing else "default"
+
+
+def decode_record(text: str | bytes, *, expected_id: str | None = None) -> UnitRecord:
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RecordUnreadable(f"not JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise RecordUnreadable("not a JSON object")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise RecordUnreadable("schema_version must be an integer")
+    if version > SCHEMA_VERSION:
+        raise RecordTooNew(version)
+    if version < 1:
+        raise RecordUnreadable(f"schema_version {version} is not a known version")
+    record = UnitRecord.decode(data)
+    if record.lifecycle not in UnitRecord.LIFECYCLES:
+        raise RecordUnreadable(f"record.lifecycle {record.lifecycle!r} is not a known lifecycle")
+    if expected_id is not None and record.unit_id != expected_id:
+        raise RecordUnreadable(f"record names unit {record.unit_id!r}, not {expected_id!r}")
+    return record
+
+
+def encode_record(record: UnitRecord) -> str:
+    return json.dumps(record.to_json(), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,30 @@
+"""UTC timestamps in the one format every record, receipt and event uses: ISO 8601 with `Z`."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+
+def utc_now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.UTC)
+
+
+def iso_z(moment: _dt.datetime | None = None, *, milliseconds: bool = False) -> str:
+    """`2026-11-29T08:52:35Z`, or with `.123` milliseconds when `milliseconds` is set."""
+    moment = (moment or utc_now()).astimezone(_dt.UTC)
+    text = moment.isoformat(timespec="milliseconds" if milliseconds else "seconds")
+    return text.replace("+00:00", "Z")
+
+
+def parse_iso(text: str) -> _dt.datetime:
+    """Parse what `iso_z` writes (and any ISO 8601 time with an offset)."""
+    moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_dt.UTC)
+    return moment
+
+
+def stamp(moment: _dt.datetime | None = None) -> str:
+    """A compact UTC stamp for directory names: `20261129T085235Z`."""
+    moment = (moment or utc_now()).astimezone(_dt.UTC)
+    return moment.strftime("%Y%m%dT%H%M%SZ")

@@ -1,0 +1,9 @@
+"""`python -m unitmgr`: the `unit` command."""
+
+from __future__ import annotations
+
+import sys
+
+from unitmgr.cli import main
+
+sys.exit(main())

@@ -1,0 +1,52 @@
+"""Copy a unit's pair state out of its worktree before the worktree is removed (SPEC 3.9).
+
+Everything under `pair/` is copied to `orchestrate/archive/<unit-id>-<UTC stamp>/`: sessions,
+receipts, prompts, replies and markers; each transcript in full up to 5 MB, else its last 1 MB
+(prefixed with a note saying how much was cut). Directories 0700, files 0600.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from registry.atomic import FILE_MODE, ensure_private_dir
+from registry.store import Registry
+from registry.timeutil import stamp
+
+FULL_TRANSCRIPT_LIMIT = 5 * 1024 * 1024
+TRANSCRIPT_TAIL = 1024 * 1024
+SKIPPED_NAMES = {"in-flight.lock"}
+
+
+def archive_pair_state(registry: Registry, unit_id: str, state_dir: Path) -> Path | None:
+    """Copy `state_dir` into the archive; None when there is nothing to copy."""
+    if not state_dir.is_dir():
+        return None
+    destination = registry.archive_dir / f"{unit_id}-{stamp()}"
+    suffix = 1
+    while destination.exists():
+        suffix += 1
+        destination = registry.archive_dir / f"{unit_id}-{stamp()}-{suffix}"
+    ensure_private_dir(destination)
+    for source in sorted(state_dir.rglob("*")):
+        if not source.is_file() or source.name in SKIPPED_NAMES or source.name.endswith(".tmp"):
+            continue
+        target = destination / source.relative_to(state_dir)
+        ensure_private_dir(target.parent)
+        _copy(source, target, transcript=source.suffix == ".log")
+    return destination
+
+
+def _copy(source: Path, target: Path, *, transcript: bool) -> None:
+    size = source.stat().st_size
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+    with os.fdopen(fd, "wb") as out, open(source, "rb") as handle:
+        if transcript and size > FULL_TRANSCRIPT_LIMIT:
+            handle.seek(size - TRANSCRIPT_TAIL)
+            out.write(
+                f"[unitmgr archive: first {size - TRANSCRIPT_TAIL} of {size} bytes cut; "
+                "the last 1 MB follows]\n".encode()
+            )
+        while chunk := handle.read(1024 * 1024):
+            out.write(chunk)

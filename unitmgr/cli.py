@@ -1,0 +1,169 @@
+"""The `unit` command line: each command parses, calls one lifecycle function and renders.
+
+Heavy modules are imported inside the commands that need them, so `unit --help` and
+`unit status --all` start fast (tests/test_architecture.py checks that `github` and `git` stay
+out of the start-up path).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from registry.cli_runner import run
+from registry.errors import UsageError
+from registry.output import Rendered
+
+app = typer.Typer(
+    name="unit",
+    help="Create, monitor and dismantle units: one worktree, one branch, one executor pair.",
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+Repo = Annotated[str, typer.Option("--repo", help="The repository (default: current directory).")]
+LockTimeout = Annotated[
+    str, typer.Option("--lock-timeout", help="Seconds to wait for locks (0 = do not wait).")
+]
+Format = Annotated[str, typer.Option("--format", help="json (default) or table.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Check and plan; change nothing.")]
+
+
+def _format(value: str) -> str:
+    if value not in ("json", "table"):
+        raise UsageError("invalid-format", f"--format must be json or table, got {value!r}")
+    return value
+
+
+@app.command()
+def create(
+    unit: Annotated[str, typer.Option("--unit", help="Unit id.")],
+    worktree: Annotated[str | None, typer.Option("--worktree", help="Absolute path.")] = None,
+    branch: Annotated[str | None, typer.Option("--branch")] = None,
+    base: Annotated[str | None, typer.Option("--base")] = None,
+    scope: Annotated[str | None, typer.Option("--scope", help="Free-text scope summary.")] = None,
+    validation: Annotated[
+        str | None, typer.Option("--validation", help="The command that proves the work.")
+    ] = None,
+    lead: Annotated[str | None, typer.Option("--lead")] = None,
+    partner: Annotated[str | None, typer.Option("--partner")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why this staffing.")] = None,
+    task_file: Annotated[str | None, typer.Option("--task-file")] = None,
+    paths: Annotated[
+        list[str] | None, typer.Option("--paths", help="Write-scope glob (repeatable).")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model")] = None,
+    effort: Annotated[str | None, typer.Option("--effort")] = None,
+    identity: Annotated[str | None, typer.Option("--identity")] = None,
+    issue: Annotated[str | None, typer.Option("--issue")] = None,
+    setup: Annotated[
+        str | None, typer.Option("--setup", help="Shell command run in the worktree.")
+    ] = None,
+    max_active: Annotated[str, typer.Option("--max-active")] = "2",
+    max_held: Annotated[str, typer.Option("--max-held")] = "2",
+    allow_overlap: Annotated[bool, typer.Option("--allow-overlap")] = False,
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+    dry_run: DryRun = False,
+) -> dict[str, Any]:
+    """Create a unit (or resume an interrupted create)."""
+    from unitmgr import create as lifecycle
+
+    options = lifecycle.CreateOptions(
+        unit=unit,
+        worktree=worktree,
+        branch=branch,
+        base=base,
+        scope=scope,
+        validation=validation,
+        lead=lead,
+        partner=partner,
+        reason=reason,
+        task_file=task_file,
+        paths=list(paths or []),
+        model=model,
+        effort=effort,
+        identity=identity,
+        issue=issue,
+        setup=setup,
+        max_active=max_active,
+        max_held=max_held,
+        allow_overlap=allow_overlap,
+        lock_timeout=lock_timeout,
+        dry_run=dry_run,
+    )
+    return lifecycle.run(repo, options)
+
+
+@app.command("list")
+def list_command(
+    repo: Repo = ".", lock_timeout: LockTimeout = "30", output_format: Format = "json"
+) -> dict[str, Any] | Rendered:
+    """Every unit with what is observed and the command that recovers it."""
+    from unitmgr import observe, table
+    from unitmgr.workspace import Workspace
+
+    fmt = _format(output_format)
+    document = observe.list_units(Workspace.open(repo))
+    return Rendered(table.list_units(document)) if fmt == "table" else document
+
+
+@app.command()
+def status(
+    unit: Annotated[str | None, typer.Option("--unit")] = None,
+    all_units: Annotated[
+        bool, typer.Option("--all", help="Every unit, lock-free, offline.")
+    ] = False,
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+    output_format: Format = "json",
+) -> dict[str, Any] | Rendered:
+    """One unit (--unit ID) or a summary of every unit (--all)."""
+    fmt = _format(output_format)
+    if bool(unit) == all_units:
+        raise UsageError("usage", "status needs exactly one of --unit ID or --all")
+    from unitmgr import table
+
+    if all_units:
+        from unitmgr import observe
+        from unitmgr.workspace import Workspace
+
+        document = observe.status_all(Workspace.open(repo))
+        return Rendered(table.status_all(document)) if fmt == "table" else document
+    from unitmgr.status import status_unit
+
+    assert unit is not None
+    document = status_unit(repo, unit)
+    return Rendered(table.status_unit(document)) if fmt == "table" else document
+
+
+@app.command()
+def dismantle(
+    unit: Annotated[str, typer.Option("--unit")],
+    force: Annotated[
+        str | None, typer.Option("--force", help="Repeat the unit id to abandon unmerged work.")
+    ] = None,
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+    dry_run: DryRun = False,
+) -> dict[str, Any]:
+    """Take a unit apart: pair, processes, worktree, branches, manifest, record."""
+    from unitmgr import dismantle as lifecycle
+
+    return lifecycle.run(
+        repo,
+        lifecycle.DismantleOptions(
+            unit=unit, force=force, lock_timeout=lock_timeout, dry_run=dry_run
+        ),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(app, argv, "unit")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,924 @@
+"""`unit create` (SPEC 3.3): reserve a unit under the registry lock, then build it step by step.
+
+- Phase A, no lock, nothing written: validate every option, resolve the base (a fetch under
+  `locks/fetch.lock`, falling back to the local branch), check the branch is absent at origin.
+- Phase B, unit lock then registry lock: a record already there means resume; otherwise admission
+  from a fresh read of every record, conflict checks, and the `creating` record (step `reserve`).
+- Phase C, unit lock only: `manifest`, `worktree`, `pr-body-exclude`, `setup`, `pair-init`,
+  `pair-verify`, `first-task`, `working`, each journaled before and after it acts.
+
+A new create that fails rolls back everything it made; a repeated create resumes at the first
+unfinished step and refuses a differing immutable field by name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pair import api as pair_api
+from pair.git import locate as locate_pair
+from pair.partners import adapter_for
+from registry.atomic import remove_file, write_text_atomic
+from registry.errors import StateError, ToolError, UsageError
+from registry.locks import Deadline, FileLock
+from registry.output import progress
+from registry.processes import ChildTimeout, ProcessIdentity, is_alive, kill_tree, run_streamed
+from registry.records import PairRef, Resources, Staffing, StaffingHistory, UnitRecord
+from registry.timeutil import iso_z
+from unitmgr import capacity, git, validation
+from unitmgr.archive import archive_pair_state
+from unitmgr.journal import Journal
+from unitmgr.observe import describe, worktree_rows
+from unitmgr.scope import overlapping_pairs
+from unitmgr.steps import CREATE_LIFECYCLE_AFTER, CREATE_PHASES, CREATE_STEPS
+from unitmgr.workspace import Workspace, is_inside, realpath
+
+PR_BODY_PATTERN = "/PR_BODY.md"
+ADDENDUM_MARKER = "\n## Addendum — "
+PAIR_STEPS = ("pair-init", "pair-verify", "first-task")
+
+
+@dataclass(frozen=True)
+class CreateOptions:
+    """`unit create`'s options as given on the command line (validated by `run`)."""
+
+    unit: str
+    worktree: str | None = None
+    branch: str | None = None
+    base: str | None = None
+    scope: str | None = None
+    validation: str | None = None
+    lead: str | None = None
+    partner: str | None = None
+    reason: str | None = None
+    task_file: str | None = None
+    paths: list[str] = field(default_factory=list)
+    model: str | None = None
+    effort: str | None = None
+    identity: str | None = None
+    issue: str | None = None
+    setup: str | None = None
+    max_active: str = "2"
+    max_held: str = "2"
+    allow_overlap: bool = False
+    lock_timeout: str = "30"
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    """Validated options."""
+
+    unit_id: str
+    worktree: Path
+    branch: str
+    base: str
+    scope: str
+    validation: str
+    lead: str
+    partner: str
+    reason: str
+    task: str | None
+    paths: list[str]
+    model: str | None
+    effort: str | None
+    identity: str
+    identity_explicit: bool
+    issue: int | None
+    setup: str | None
+    max_active: int
+    max_held: int
+    allow_overlap: bool
+    lock_timeout: float
+    dry_run: bool
+
+
+def command_label(unit_id: str) -> str:
+    return f"unit create --unit {unit_id}"
+
+
+# -- Phase A: validation ------------------------------------------------------------------------
+
+
+def _read_task(task_file: str) -> str:
+    path = Path(task_file).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError("task-file-missing", f"task file does not exist: {task_file}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(
+            "task-file-missing", f"cannot read task file {task_file}: {error}"
+        ) from None
+    if not text.strip():
+        raise UsageError("task-file-empty", f"task file is empty: {task_file}")
+    return text.strip()
+
+
+def validate(options: CreateOptions, *, resume: bool) -> Request:
+    unit_id = validation.unit_id(options.unit)
+    for option, value in (
+        ("--worktree", options.worktree),
+        ("--branch", options.branch),
+        ("--base", options.base),
+        ("--scope", options.scope),
+        ("--validation", options.validation),
+        ("--lead", options.lead),
+        ("--partner", options.partner),
+        ("--reason", options.reason),
+    ):
+        validation.required(value, option)
+    if not resume:
+        validation.required(options.task_file, "--task-file")
+    assert options.worktree and options.branch and options.base and options.lead
+    assert options.partner and options.reason and options.scope and options.validation
+    worktree = validation.absolute_path(options.worktree, "--worktree")
+    if options.branch.startswith("-"):
+        raise UsageError("invalid-branch", f"invalid branch name: {options.branch!r}")
+    if options.base.startswith("-"):
+        raise UsageError("invalid-base", f"invalid base branch name: {options.base!r}")
+    validation.staffing(
+        lead=options.lead,
+        partner=options.partner,
+        model=options.model,
+        effort=options.effort,
+        identity=options.identity,
+    )
+    model = None if options.model in (None, "CLI-default") else options.model
+    return Request(
+        unit_id=unit_id,
+        worktree=worktree,
+        branch=options.branch,
+        base=options.base,
+        scope=options.scope,
+        validation=options.validation,
+        lead=options.lead,
+        partner=options.partner,
+        reason=options.reason,
+        task=_read_task(options.task_file) if options.task_file else None,
+        paths=validation.write_paths(options.paths),
+        model=model,
+        effort=options.effort,
+        identity=options.identity or "default",
+        identity_explicit=options.identity is not None,
+        issue=validation.issue_number(options.issue),
+        setup=options.setup if options.setup else None,
+        max_active=validation.limit(options.max_active, "--max-active"),
+        max_held=validation.limit(options.max_held, "--max-held"),
+        allow_overlap=options.allow_overlap,
+        lock_timeout=validation.lock_timeout(options.lock_timeout),
+        dry_run=options.dry_run,
+    )
+
+
+def validate_against_repository(workspace: Workspace, request: Request) -> None:
+    """The checks that need git but change nothing: branch format, nesting, script command."""
+    if not git.check_branch_name(request.branch, cwd=workspace.toplevel):
+        raise UsageError(
+            "invalid-branch",
+            f"invalid branch name: {request.branch} — use the repository's convention (for "
+            "example feat/<issue>-<slug>)",
+        )
+    target = _real_target(request.worktree)
+    for row in git.list_worktrees(cwd=workspace.toplevel):
+        if is_inside(target, realpath(row.path)):
+            raise UsageError(
+                "worktree-inside-worktree",
+                f"--worktree {request.worktree} is inside the worktree {row.path} — put unit "
+                "worktrees beside the repository, not in it",
+            )
+    if is_inside(target, realpath(workspace.common_git_dir)):
+        raise UsageError(
+            "worktree-inside-worktree",
+            f"--worktree {request.worktree} is inside the git dir {workspace.common_git_dir}",
+        )
+    if request.partner == "script" and request.model:
+        words = request.model.split()
+        if words and "/" not in words[0]:
+            # A command found on PATH (or a shell builtin) can be checked before anything is
+            # made; a relative path can only be checked in the worktree, at pair-init.
+            adapter_for("script").preflight(model=request.model, worktree=workspace.toplevel)
+
+
+def _real_target(path: Path) -> str:
+    """The real path `path` will have: its nearest existing ancestor resolved, then the rest."""
+    existing, rest = path, []
+    while not existing.exists() and existing != existing.parent:
+        rest.append(existing.name)
+        existing = existing.parent
+    return os.path.join(realpath(existing), *reversed(rest)) if rest else realpath(existing)
+
+
+@dataclass(frozen=True)
+class Base:
+    ref: str
+    sha: str
+    source: str  # "origin" | "local"
+
+
+def resolve_base(workspace: Workspace, request: Request, deadline: Deadline) -> Base:
+    cwd = workspace.toplevel
+    remote_ref = f"refs/remotes/origin/{request.base}"
+    local_ref = f"refs/heads/{request.base}"
+    if git.has_remote(cwd):
+        if request.dry_run:
+            remote_sha = git.remote_branch_head(request.base, cwd=cwd)
+            if remote_sha:
+                return Base(remote_ref, remote_sha, "origin")
+        else:
+            progress(f"unit create {request.unit_id}: fetching origin {request.base}")
+            lock = workspace.registry.fetch_lock(command=command_label(request.unit_id))
+            lock.acquire(deadline)
+            try:
+                fetched = git.fetch_base(request.base, cwd=cwd)
+            finally:
+                lock.release()
+            if fetched == "fetched":
+                sha = git.resolve_commit(remote_ref, cwd=cwd)
+                if sha:
+                    return Base(remote_ref, sha, "origin")
+    sha = git.resolve_commit(local_ref, cwd=cwd)
+    if sha:
+        return Base(local_ref, sha, "local")
+    raise StateError(
+        "base-missing", f"unit base {request.base} does not exist at origin or locally"
+    )
+
+
+# -- Phase B: admission, conflicts, reservation -------------------------------------------------
+
+
+def check_conflicts(workspace: Workspace, request: Request, records: list[UnitRecord]) -> None:
+    target = _real_target(request.worktree)
+    for other in records:
+        reason = None
+        if other.branch == request.branch:
+            reason = f"same branch {request.branch}"
+        elif realpath(other.worktree) == target:
+            reason = f"same worktree {request.worktree}"
+        elif request.issue is not None and other.issue == request.issue:
+            reason = f"same issue #{request.issue}"
+        elif not request.allow_overlap and other.paths and request.paths:
+            shared = overlapping_pairs(request.paths, other.paths)
+            if shared:
+                reason = "overlapping --paths " + ", ".join(f"{a} ~ {b}" for a, b in shared)
+        if reason:
+            raise StateError(
+                "conflict",
+                f"unit {request.unit_id} conflicts with recorded unit {other.unit_id}: {reason}",
+                detail={"unit": other.unit_id, "why": reason},
+                next_step="pick another branch, worktree or issue"
+                + (", or pass --allow-overlap" if "paths" in reason else ""),
+            )
+    cwd = workspace.toplevel
+    for ref in (f"refs/heads/{request.branch}", f"refs/remotes/origin/{request.branch}"):
+        if git.ref_exists(ref, cwd=cwd):
+            raise StateError("branch-exists", f"branch {request.branch} already exists at {ref}")
+    if os.path.lexists(request.worktree):
+        raise StateError("worktree-exists", f"worktree path already exists: {request.worktree}")
+
+
+def new_record(workspace: Workspace, request: Request, base: Base) -> UnitRecord:
+    assert request.task is not None
+    now = iso_z()
+    record = UnitRecord(
+        unit_id=request.unit_id,
+        issue=request.issue,
+        repository=str(workspace.toplevel),
+        common_git_dir=str(workspace.common_git_dir),
+        worktree=str(request.worktree),
+        branch=request.branch,
+        base=request.base,
+        base_ref=base.ref,
+        base_sha=base.sha,
+        lifecycle="creating",
+        lead=request.lead,
+        task=request.task,
+        task_file=str(workspace.registry.manifest_path(request.unit_id)),
+        scope=request.scope,
+        paths=list(request.paths),
+        validation=request.validation,
+        setup=request.setup,
+        resources=Resources(),
+        staffing=StaffingHistory(
+            current=Staffing(
+                partner=request.partner,
+                identity=request.identity,
+                model=request.model,
+                effort=request.effort,
+                reason=request.reason,
+                selected_at=now,
+            )
+        ),
+        created_at=now,
+    )
+    return record
+
+
+# -- resume checks ------------------------------------------------------------------------------
+
+
+def compare_for_resume(record: UnitRecord, request: Request) -> None:
+    """Refuse at the first immutable field that differs (SPEC 3.3 "Resume")."""
+    assert record.staffing is not None
+    current = record.staffing.current
+    comparisons: list[tuple[str, Any, Any]] = [
+        ("identity", current.identity, request.identity),
+        ("issue", record.issue, request.issue),
+        ("worktree", realpath(record.worktree), _real_target(request.worktree)),
+        ("branch", record.branch, request.branch),
+        ("base", record.base, request.base),
+        ("lead", record.lead, request.lead),
+        ("partner", current.partner, request.partner),
+        ("model", current.model, request.model),
+        ("effort", current.effort, request.effort),
+        ("reason", current.reason, request.reason),
+        ("scope", record.scope, request.scope),
+        ("validation", record.validation, request.validation),
+        ("setup", record.setup, request.setup),
+        ("paths", record.paths, request.paths),
+    ]
+    if request.task is not None:
+        comparisons.append(("task", record.task, request.task))
+    for name, recorded, requested in comparisons:
+        if recorded != requested:
+            raise StateError(
+                "cannot-resume",
+                f"unit {record.unit_id} cannot resume: {name} differs",
+                detail={"field": name, "recorded": recorded, "requested": requested},
+                next_step="repeat create with the recorded options (see unit list's recovery "
+                "command)",
+            )
+
+
+def manifest_state(record: UnitRecord) -> str:
+    """ "missing", "ok" (the task, optionally followed by addenda), or "differs"."""
+    try:
+        text = Path(record.task_file).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "missing"
+    body = record.task + "\n"
+    if text == body or (text.startswith(body) and text[len(body) :].startswith(ADDENDUM_MARKER)):
+        return "ok"
+    return "differs"
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def run(repo: str, options: CreateOptions) -> dict[str, Any]:
+    workspace = Workspace.open(repo)
+    unit_id = validation.unit_id(options.unit)
+    existing = workspace.read_record(unit_id)
+    request = validate(options, resume=existing is not None)
+    if existing is None:
+        validate_against_repository(workspace, request)
+    if request.dry_run:
+        return dry_run(workspace, request, existing)
+    deadline = Deadline(request.lock_timeout)
+    if existing is not None:
+        return Builder.resume(workspace, request, deadline)
+    base = resolve_base(workspace, request, deadline)
+    if git.has_remote(workspace.toplevel) and git.remote_branch_head(
+        request.branch, cwd=workspace.toplevel
+    ):
+        raise StateError("branch-exists", f"branch {request.branch} already exists at origin")
+    return Builder.reserve_and_build(workspace, request, base, deadline)
+
+
+def dry_run(workspace: Workspace, request: Request, existing: UnitRecord | None) -> dict[str, Any]:
+    if existing is not None:
+        if existing.lifecycle not in CREATE_PHASES and not (
+            existing.lifecycle == "working" and existing.journal
+        ):
+            raise StateError(
+                "unit-exists",
+                f"unit {existing.unit_id} already exists in phase {existing.lifecycle}",
+                detail={"dry_run": True},
+            )
+        compare_for_resume(existing, request)
+        journal = Journal(workspace.registry, existing, "create")
+        first = journal.first_unfinished()
+        plan = []
+        for step in CREATE_STEPS:
+            if journal.is_done(step):
+                action = "skip"
+            elif step == first:
+                action = "resume"
+            else:
+                action = "run"
+            plan.append({"step": step, "action": action, "detail": None})
+        return {"ok": True, "dry_run": True, "status": "resume", "plan": plan}
+    base = resolve_base(workspace, request, Deadline(0))
+    entries = workspace.registry.scan()
+    admission = capacity.compute(entries, max_active=request.max_active, max_held=request.max_held)
+    if admission["slots"] <= 0:
+        raise StateError(
+            "admission-paused",
+            "admission paused: active or human-review limit reached",
+            detail={**admission, "dry_run": True},
+        )
+    check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
+    if git.has_remote(workspace.toplevel) and git.remote_branch_head(
+        request.branch, cwd=workspace.toplevel
+    ):
+        raise StateError("branch-exists", f"branch {request.branch} already exists at origin")
+    details: dict[str, Any] = {
+        "reserve": {"capacity": admission},
+        "worktree": {"path": str(request.worktree), "base_ref": base.ref, "base_sha": base.sha},
+        "setup": {"command": request.setup} if request.setup else {"skipped": "no --setup"},
+        "pair-init": {"partner": request.partner, "model": request.model, "effort": request.effort},
+    }
+    plan = [
+        {
+            "step": step,
+            "action": "skip" if step == "setup" and not request.setup else "run",
+            "detail": details.get(step),
+        }
+        for step in CREATE_STEPS
+    ]
+    return {"ok": True, "dry_run": True, "status": "create", "plan": plan}
+
+
+class Builder:
+    """Runs Phase C over one record, holding its unit lock."""
+
+    def __init__(
+        self, workspace: Workspace, record: UnitRecord, lock: FileLock, deadline: Deadline
+    ):
+        self.workspace = workspace
+        self.registry = workspace.registry
+        self.record = record
+        self.lock = lock
+        self.deadline = deadline
+        self.journal = Journal(self.registry, record, "create")
+
+    # -- entry points --------------------------------------------------------------------------
+
+    @classmethod
+    def reserve_and_build(
+        cls, workspace: Workspace, request: Request, base: Base, deadline: Deadline
+    ) -> dict[str, Any]:
+        registry = workspace.registry
+        label = command_label(request.unit_id)
+        unit_lock = registry.unit_lock(request.unit_id, command=label)
+        unit_lock.acquire(deadline)
+        try:
+            registry_lock = registry.registry_lock(command=label)
+            registry_lock.acquire(deadline)
+            try:
+                builder = (
+                    None
+                    if registry.exists(request.unit_id)
+                    else cls._reserve(workspace, request, base, unit_lock, deadline)
+                )
+            finally:
+                registry_lock.release()
+            if builder is None:  # another create reserved it first: this one resumes
+                return cls._resume_locked(workspace, request, unit_lock, deadline)
+            return builder.build(new=True, resumed_from=None)
+        finally:
+            unit_lock.release()
+
+    @classmethod
+    def _reserve(
+        cls,
+        workspace: Workspace,
+        request: Request,
+        base: Base,
+        unit_lock: FileLock,
+        deadline: Deadline,
+    ) -> Builder:
+        """Admission, conflicts and the `creating` record: the caller holds the registry lock."""
+        entries = workspace.registry.scan()
+        admission = capacity.compute(
+            entries, max_active=request.max_active, max_held=request.max_held
+        )
+        if admission["slots"] <= 0:
+            raise StateError(
+                "admission-paused",
+                "admission paused: active or human-review limit reached",
+                detail=admission,
+                next_step="wait for a unit to be merged or dismantled",
+            )
+        check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
+        builder = cls(workspace, new_record(workspace, request, base), unit_lock, deadline)
+        builder.journal.write("reserve", "started", {"capacity": admission})
+        builder.journal.write("reserve", "done")
+        return builder
+
+    @classmethod
+    def resume(cls, workspace: Workspace, request: Request, deadline: Deadline) -> dict[str, Any]:
+        lock = workspace.registry.unit_lock(request.unit_id, command=command_label(request.unit_id))
+        lock.acquire(deadline)
+        try:
+            return cls._resume_locked(workspace, request, lock, deadline)
+        finally:
+            lock.release()
+
+    @classmethod
+    def _resume_locked(
+        cls, workspace: Workspace, request: Request, lock: FileLock, deadline: Deadline
+    ) -> dict[str, Any]:
+        record = workspace.read_record(request.unit_id)
+        if record is None:
+            raise StateError(
+                "unit-vanished",
+                f"unit {request.unit_id}'s record disappeared while waiting for its lock — "
+                "repeat the create",
+            )
+        unfinished_final = record.lifecycle == "working" and any(
+            entry.get("command") == "create" for entry in record.journal
+        )
+        if record.lifecycle not in CREATE_PHASES and not unfinished_final:
+            raise StateError(
+                "unit-exists",
+                f"unit {record.unit_id} already exists in phase {record.lifecycle}",
+                detail={"lifecycle": record.lifecycle},
+            )
+        compare_for_resume(record, request)
+        builder = cls(workspace, record, lock, deadline)
+        return builder.build(new=False, resumed_from=record.lifecycle)
+
+    # -- Phase C -------------------------------------------------------------------------------
+
+    def build(self, *, new: bool, resumed_from: str | None) -> dict[str, Any]:
+        record = self.record
+        if not new and self.journal.is_done("manifest") and manifest_state(record) == "differs":
+            raise StateError(
+                "manifest-differs",
+                f"unit {record.unit_id} manifest differs from its recorded task",
+                detail={"task_file": record.task_file},
+                next_step="restore the manifest to the task (plus addenda), then repeat create",
+            )
+        if not self.journal.is_done("reserve"):
+            self.journal.write("reserve", "done", {"resumed": True})
+        handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            "manifest": self._manifest,
+            "worktree": self._worktree,
+            "pr-body-exclude": self._pr_body_exclude,
+            "setup": self._setup,
+            "pair-init": self._pair_init,
+            "pair-verify": self._pair_verify,
+            "first-task": self._first_task,
+        }
+        failed_step = None
+        try:
+            for step in CREATE_STEPS[1:-1]:
+                if self.journal.is_done(step):
+                    continue
+                failed_step = step
+                if step == "setup" and not record.setup:
+                    record.lifecycle = CREATE_LIFECYCLE_AFTER[step]
+                    self.journal.skip(step, "no --setup")
+                    continue
+                with self.journal.step(step) as outcome:
+                    handlers[step](outcome)
+                    record.lifecycle = CREATE_LIFECYCLE_AFTER[step]
+            failed_step = "working"
+            if not self.journal.is_done("working"):
+                with self.journal.step("working"):
+                    record.lifecycle = "working"
+                    record.error = None
+            self.journal.clear()
+            record.error = None
+            self.registry.write(record)
+        except ToolError as error:
+            return self._fail(error, new=new, resumed_from=resumed_from, step=failed_step)
+        except Exception as error:
+            wrapped = StateError("step-failed", f"{failed_step} failed: {error}")
+            return self._fail(wrapped, new=new, resumed_from=resumed_from, step=failed_step)
+        document: dict[str, Any] = {
+            "ok": True,
+            "status": "created" if new else "resumed",
+        }
+        if resumed_from is not None:
+            document["resumed_from"] = resumed_from
+        document["unit"] = describe(record, worktree_rows(self.workspace))
+        return document
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _manifest(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        state = manifest_state(record)
+        if state == "differs":
+            raise StateError(
+                "manifest-differs",
+                f"unit {record.unit_id} manifest differs from its recorded task",
+                detail={"task_file": record.task_file},
+            )
+        if state == "missing":
+            write_text_atomic(Path(record.task_file), record.task + "\n")
+        record.resources.task_file = True
+        outcome["task_file"] = record.task_file
+
+    def _worktree(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        cwd = self.workspace.toplevel
+        rows = worktree_rows(self.workspace)
+        row = rows.get(realpath(record.worktree))
+        if row is not None and row.branch != record.branch:
+            raise StateError(
+                "worktree-branch-differs",
+                f"unit {record.unit_id} worktree {record.worktree} has branch {row.branch}, "
+                f"not {record.branch}",
+            )
+        if row is not None and row.locked is not None and "initializing" in row.locked:
+            # `git worktree add` was killed half-way; its half-made worktree is ours to redo.
+            git.remove_worktree(row.path, force=True, cwd=cwd)
+            row = None
+        if row is None:
+            path = Path(record.worktree)
+            if os.path.lexists(path):
+                raise StateError(
+                    "worktree-exists",
+                    f"recorded worktree path exists but is not a linked worktree: {path}",
+                    next_step="move that directory away, then repeat the create",
+                )
+            progress(f"unit create {record.unit_id}: git worktree add {path} ({record.branch})")
+            branch_sha = git.resolve_commit(f"refs/heads/{record.branch}", cwd=cwd)
+            if branch_sha is None:
+                assert record.base_sha is not None
+                git.add_worktree(
+                    path, branch=record.branch, start=record.base_sha, new_branch=True, cwd=cwd
+                )
+            elif branch_sha == record.base_sha:
+                # Made by this unit's earlier, interrupted attempt (the name was reserved).
+                git.add_worktree(path, branch=record.branch, start="", new_branch=False, cwd=cwd)
+            else:
+                raise StateError(
+                    "branch-exists",
+                    f"recorded worktree is missing but branch {record.branch} exists at "
+                    f"{branch_sha}, not at the recorded base {record.base_sha}",
+                )
+        record.worktree = realpath(record.worktree)
+        record.resources.worktree = True
+        record.resources.local_branch = True
+        outcome.update(worktree=record.worktree, base_ref=record.base_ref, base_sha=record.base_sha)
+
+    def _pr_body_exclude(self, outcome: dict[str, Any]) -> None:
+        exclude = git.exclude_file(cwd=Path(self.record.worktree))
+        lock = self.registry.registry_lock(command=command_label(self.record.unit_id))
+        lock.acquire(self.deadline)
+        try:
+            try:
+                text = exclude.read_text(encoding="utf-8")
+                mode = exclude.stat().st_mode & 0o777
+            except FileNotFoundError:
+                text, mode = "", 0o644
+            added = PR_BODY_PATTERN not in text.splitlines()
+            if added:
+                if text and not text.endswith("\n"):
+                    text += "\n"
+                write_text_atomic(exclude, text + PR_BODY_PATTERN + "\n", mode=mode)
+        finally:
+            lock.release()
+        outcome.update(path=str(exclude), pattern=PR_BODY_PATTERN, added=added)
+
+    def _setup(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        assert record.setup is not None
+        self._kill_journaled_child("setup")
+        timeout = _seconds_from_env("UNITMGR_SETUP_TIMEOUT", 1800.0)
+        progress(f"unit create {record.unit_id}: setup: {record.setup}")
+        try:
+            result = run_streamed(
+                ["sh", "-c", record.setup],
+                cwd=Path(record.worktree),
+                timeout_seconds=timeout,
+                sink=sys.stderr.buffer,
+                on_start=lambda child: self.journal.note_child("setup", child),
+            )
+        except ChildTimeout as error:
+            raise StateError(
+                "timeout",
+                f"setup timed out after {int(error.seconds)}s",
+                detail={"output_tail": error.output_tail[-2000:]},
+            ) from None
+        outcome.update(exit_code=result.exit_code, seconds=result.seconds)
+        if result.exit_code != 0:
+            raise StateError(
+                "setup-failed",
+                f"setup exited {result.exit_code}",
+                detail={"output_tail": result.output_tail[-2000:]},
+            )
+
+    def _pair_init(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        assert record.staffing is not None
+        current = record.staffing.current
+        progress(f"unit create {record.unit_id}: pair init ({current.partner})")
+        record.resources.pair = True  # from here a rollback ends whatever pair exists
+        result = pair_api.init(
+            record.worktree,
+            partner=current.partner,
+            lead=record.lead,
+            identity=current.identity,
+            model=current.model,
+            effort=current.effort,
+            role="executor",
+        )
+        record.pair = PairRef(
+            sid=result["sid"],
+            state_dir=result["state_dir"],
+            latest_seq=result["seq"],
+            identity=result["identity"],
+            identity_home=result["identity_home"],
+            model_resolved=result["model_resolved"],
+        )
+        outcome.update(status=result["status"], sid=result["sid"], state_dir=result["state_dir"])
+
+    def _pair_verify(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        assert record.staffing is not None and record.pair is not None
+        current = record.staffing.current
+        status = pair_api.read_status(str(record.pair.state_dir))
+        if not status.get("ok"):
+            raise StateError(
+                "pair-missing",
+                f"cannot prove the initialized pair: {status.get('reason')}",
+            )
+        expected = {
+            "partner": current.partner,
+            "role": "executor",
+            "model": current.model,
+            "effort": current.effort,
+            "identity": current.identity,
+        }
+        for name, wanted in expected.items():
+            if status.get(name) != wanted:
+                raise StateError(
+                    "pair-mismatch",
+                    f"recorded pair {name} differs: expected {wanted or 'CLI-default'}, observed "
+                    f"{status.get(name) or 'CLI-default'}",
+                )
+        record.pair.sid = status["sid"]
+        outcome.update(sid=status["sid"])
+
+    def _first_task(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        assert record.pair is not None
+        status = pair_api.read_status(str(record.pair.state_dir))
+        if not status.get("ok"):
+            raise StateError("pair-missing", f"cannot prove the pair: {status.get('reason')}")
+        in_flight = status.get("in_flight")
+        if status["seq"] >= 1 or in_flight:
+            # An earlier attempt already sent it: adopt that turn, never send a second one.
+            record.pair.latest_seq = (in_flight or {}).get("seq") or status["seq"]
+            receipt = status.get("latest_receipt") or {}
+            record.pair.latest_receipt_file = receipt.get("receipt_file") or _receipt_path(
+                status, record.pair.latest_seq
+            )
+            outcome.update(adopted=True, seq=record.pair.latest_seq)
+            return
+        manifest = Path(record.task_file).read_text(encoding="utf-8")
+        progress(f"unit create {record.unit_id}: sending the first task")
+        running = pair_api.send(
+            record.worktree, kind="task", body=manifest, lead=record.lead, background=True
+        )
+        record.pair.latest_seq = running["seq"]
+        record.pair.latest_receipt_file = running["receipt_file"]
+        outcome.update(seq=running["seq"], receipt_file=running["receipt_file"])
+
+    def _kill_journaled_child(self, step: str) -> None:
+        entry = self.journal.last_started(step)
+        child = ProcessIdentity.from_json(((entry or {}).get("detail") or {}).get("child"))
+        if child is not None and is_alive(child):
+            progress(
+                f"unit create {self.record.unit_id}: stopping the earlier {step} pid {child.pid}"
+            )
+            kill_tree(child, grace_seconds=2.0)
+
+    # -- failure -------------------------------------------------------------------------------
+
+    def _fail(
+        self, error: ToolError, *, new: bool, resumed_from: str | None, step: str | None
+    ) -> dict[str, Any]:
+        record = self.record
+        record_file = str(self.registry.record_path(record.unit_id))
+        if not new:
+            record.error = error.reason
+            self.registry.write(record)
+            raise StateError(
+                error.code,
+                error.reason,
+                detail={
+                    "recovery_record": record_file,
+                    "resumed_from": resumed_from,
+                    "step": step,
+                    "cause": error.detail,
+                },
+                next_step="fix the cause, then repeat the same create command",
+            )
+        rollback, archive = self._rollback(error.reason)
+        recovered = all(entry["ok"] for entry in rollback)
+        reason = error.reason
+        if archive and step in PAIR_STEPS:
+            reason += f" — the pair's transcripts are archived at {archive}"
+        raise StateError(
+            error.code,
+            reason + ("" if recovered else " (rollback incomplete)"),
+            detail={
+                "step": step,
+                "cause": error.detail,
+                "rollback": rollback,
+                "recovery_record": None if recovered else record_file,
+                "archive": str(archive) if archive else None,
+            },
+            next_step=None
+            if recovered
+            else f"inspect the record, then: unit dismantle --unit {record.unit_id} --force "
+            f"{record.unit_id}",
+        )
+
+    def _rollback(self, reason: str) -> tuple[list[dict[str, Any]], Path | None]:
+        record = self.record
+        record.lifecycle = "create-failed"
+        record.error = reason
+        self.registry.write(record)
+        cwd = self.workspace.toplevel
+        results: list[dict[str, Any]] = []
+        archive: Path | None = None
+
+        @contextmanager
+        def attempt(resource: str) -> Iterator[dict[str, Any]]:
+            entry: dict[str, Any] = {"resource": resource, "ok": True, "error": None}
+            try:
+                yield entry
+            except Exception as failure:
+                entry.update(ok=False, error=str(failure))
+            results.append(entry)
+            self.registry.append_event(
+                {
+                    "command": "create",
+                    "step": f"rollback:{resource}",
+                    "status": "done" if entry["ok"] else "failed",
+                    "at": iso_z(),
+                    "unit": record.unit_id,
+                    "detail": entry,
+                }
+            )
+
+        state_dir = Path(record.pair.state_dir) if record.pair and record.pair.state_dir else None
+        if record.resources.pair or state_dir is not None:
+            with attempt("pair") as entry:
+                if state_dir is None and os.path.isdir(record.worktree):
+                    state_dir = locate_pair(record.worktree).state_dir
+                if state_dir is not None and (state_dir / "session.json").exists():
+                    pair_api.end(record.worktree)
+                if state_dir is not None:
+                    archive = archive_pair_state(self.registry, record.unit_id, state_dir)
+                    record.archive = str(archive) if archive else None
+                    entry["archive"] = record.archive
+                record.resources.pair = False
+        worktree_started = self.journal.last_started("worktree") is not None or any(
+            e.get("step") == "worktree" for e in self.journal.entries
+        )
+        if record.resources.worktree or worktree_started:
+            with attempt("worktree") as entry:
+                row = worktree_rows(self.workspace).get(realpath(record.worktree))
+                if row is not None:
+                    result = git.remove_worktree(row.path, force=True, cwd=cwd)
+                    if result.returncode != 0 and os.path.isdir(row.path):
+                        shutil.rmtree(row.path)
+                        result = git.remove_worktree(row.path, force=True, cwd=cwd)
+                    if result.returncode != 0:
+                        raise RuntimeError(result.stderr.strip() or "git worktree remove failed")
+                record.resources.worktree = False
+            with attempt("local-branch") as entry:
+                entry["deleted"] = git.delete_local_branch(record.branch, cwd=cwd)
+                record.resources.local_branch = False
+        if record.resources.task_file or Path(record.task_file).exists():
+            with attempt("task-file") as entry:
+                remove_file(Path(record.task_file))
+                record.resources.task_file = False
+        record.rollback = results
+        if all(entry["ok"] for entry in results):
+            self.registry.delete(record.unit_id)
+        else:
+            self.registry.write(record)
+        return results, archive
+
+
+def _receipt_path(status: dict[str, Any], seq: int) -> str | None:
+    transcripts = status.get("transcripts")
+    kind = (status.get("turn") or {}).get("kind")
+    if not transcripts or not kind:
+        return None
+    return str(Path(transcripts) / f"{seq:04d}-{kind}-receipt.json")
+
+
+def _seconds_from_env(variable: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(variable, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default

@@ -1,0 +1,414 @@
+"""`unit dismantle --unit ID [--force ID]` (SPEC 3.9): take a unit apart, step by step.
+
+Refuses an in-flight turn, even when forced. Without `--force` it needs a proved merged PR
+(arrives with the GitHub issue; until then an unforced dismantle refuses). A forced dismantle
+first records what it abandons. Steps, each journaled in the record's `cleanup`: `end-pair`,
+`reap`, `archive`, `worktree`, `local-branch`, `remote-branch`, `manifest`, `record` (deleted
+last). A failure leaves `dismantle-failed`; the same command resumes.
+
+An unreadable (or too new) record is never rewritten: `--force` then works from what can be
+salvaged from it, touches a worktree or branch only when git confirms they belong together, and
+deletes the record file last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pair import api as pair_api
+from pair.git import locate as locate_pair
+from registry.atomic import remove_file
+from registry.errors import StateError, ToolError, UsageError
+from registry.locks import Deadline
+from registry.output import progress
+from registry.processes import wait_gone
+from registry.records import UnitRecord
+from registry.store import UnreadableRecord
+from unitmgr import git, validation
+from unitmgr.archive import archive_pair_state
+from unitmgr.journal import Journal
+from unitmgr.observe import worktree_rows
+from unitmgr.steps import DISMANTLE_STEPS
+from unitmgr.workspace import Workspace, is_inside, realpath
+
+REAP_GRACE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class DismantleOptions:
+    unit: str
+    force: str | None = None
+    lock_timeout: str = "30"
+    dry_run: bool = False
+
+
+def command_label(unit_id: str, forced: bool) -> str:
+    return f"unit dismantle --unit {unit_id}" + (f" --force {unit_id}" if forced else "")
+
+
+def run(repo: str, options: DismantleOptions) -> dict[str, Any]:
+    workspace = Workspace.open(repo)
+    unit_id = validation.unit_id(options.unit)
+    forced = options.force is not None
+    if forced and options.force != unit_id:
+        raise UsageError(
+            "force-mismatch",
+            f"--force must repeat the exact unit id {unit_id!r}, got {options.force!r}",
+        )
+    seconds = validation.lock_timeout(options.lock_timeout)
+    entry = workspace.registry.read_any(unit_id)
+    if entry is None:
+        raise StateError("no-such-unit", f"unit {unit_id} is not recorded")
+    if isinstance(entry, UnreadableRecord) and not forced:
+        workspace.read_record(unit_id)  # raises the exit-2 refusal naming the problem
+    if options.dry_run:
+        return _plan(workspace, entry, forced)
+    lock = workspace.registry.unit_lock(unit_id, command=command_label(unit_id, forced))
+    lock.acquire(Deadline(seconds))
+    try:
+        entry = workspace.registry.read_any(unit_id)
+        if entry is None:
+            raise StateError("no-such-unit", f"unit {unit_id} is not recorded")
+        return Dismantler(workspace, entry, forced=forced).run()
+    finally:
+        lock.release()
+
+
+def _plan(
+    workspace: Workspace, entry: UnitRecord | UnreadableRecord, forced: bool
+) -> dict[str, Any]:
+    if isinstance(entry, UnitRecord):
+        _refuse_in_flight(entry)
+        if not forced:
+            _refuse_unproved(entry)
+        journal = Journal(workspace.registry, entry, "dismantle", field="cleanup")
+        first = journal.first_unfinished()
+        plan = [
+            {
+                "step": step,
+                "action": "skip" if journal.is_done(step) else "resume" if step == first else "run",
+                "detail": None,
+            }
+            for step in DISMANTLE_STEPS
+        ]
+    else:
+        plan = [{"step": step, "action": "run", "detail": None} for step in DISMANTLE_STEPS]
+    return {"ok": True, "dry_run": True, "forced": forced, "plan": plan}
+
+
+def _refuse_in_flight(record: UnitRecord) -> None:
+    state_dir = record.pair.state_dir if record.pair else None
+    if not state_dir:
+        return
+    status = pair_api.read_status(state_dir)
+    in_flight = status.get("in_flight") if status.get("ok") else None
+    if in_flight and in_flight.get("alive", True):
+        raise StateError(
+            "turn-in-flight",
+            f"unit {record.unit_id} has an in-flight turn (seq {in_flight.get('seq')}) — wait "
+            "for its receipt before dismantling (refused even with --force)",
+            detail={"in_flight": in_flight},
+        )
+
+
+def _refuse_unproved(record: UnitRecord) -> None:
+    raise StateError(
+        "no-merged-pr",
+        f"unit {record.unit_id} has no proved merged PR; abandoned cleanup requires --force "
+        f"{record.unit_id}",
+        next_step=f"unit dismantle --unit {record.unit_id} --force {record.unit_id}",
+    )
+
+
+def _salvage(workspace: Workspace, entry: UnreadableRecord) -> UnitRecord:
+    """A stand-in record for an unreadable one: only fields git can confirm are kept."""
+    worktree = branch = ""
+    try:
+        raw = json.loads(entry.path.read_bytes())
+    except (OSError, ValueError):
+        raw = None
+    if (
+        isinstance(raw, dict)
+        and isinstance(raw.get("worktree"), str)
+        and isinstance(raw.get("branch"), str)
+    ):
+        row = worktree_rows(workspace).get(realpath(raw["worktree"]))
+        if row is not None and row.branch == raw["branch"]:
+            worktree, branch = raw["worktree"], raw["branch"]
+    return UnitRecord(
+        unit_id=entry.unit_id,
+        worktree=worktree,
+        branch=branch,
+        base="",
+        lifecycle="dismantling",
+        task_file=str(workspace.registry.manifest_path(entry.unit_id)),
+    )
+
+
+class Dismantler:
+    def __init__(
+        self, workspace: Workspace, entry: UnitRecord | UnreadableRecord, *, forced: bool
+    ) -> None:
+        self.workspace = workspace
+        self.registry = workspace.registry
+        self.forced = forced
+        self.unreadable = isinstance(entry, UnreadableRecord)
+        self.record = _salvage(workspace, entry) if isinstance(entry, UnreadableRecord) else entry
+        self.journal = Journal(self.registry, self.record, "dismantle", field="cleanup")
+        self.journal.persist = not self.unreadable
+        self.cwd = workspace.toplevel
+
+    def run(self) -> dict[str, Any]:
+        record = self.record
+        if not self.unreadable:
+            _refuse_in_flight(record)
+            if not self.forced:
+                _refuse_unproved(record)
+            if self.forced and record.abandoned is None:
+                record.abandoned = self._abandoned()
+                self.registry.append_event(
+                    {
+                        "command": "dismantle",
+                        "step": "abandon",
+                        "status": "done",
+                        "unit": record.unit_id,
+                        "detail": record.abandoned,
+                    }
+                )
+            record.lifecycle = "dismantling"
+            record.error = None
+            self.registry.write(record)
+        handlers = {
+            "end-pair": self._end_pair,
+            "reap": self._reap,
+            "archive": self._archive,
+            "worktree": self._worktree,
+            "local-branch": self._local_branch,
+            "remote-branch": self._remote_branch,
+            "manifest": self._manifest,
+        }
+        current = None
+        try:
+            for step in DISMANTLE_STEPS[:-1]:
+                if self.journal.is_done(step):
+                    continue
+                current = step
+                progress(f"unit dismantle {record.unit_id}: {step}")
+                with self.journal.step(step) as outcome:
+                    handlers[step](outcome)
+            current = "record"
+            self.journal.write("record", "started")
+            self.registry.delete(record.unit_id)
+            self.registry.append_event(
+                {
+                    "command": "dismantle",
+                    "step": "record",
+                    "status": "done",
+                    "unit": record.unit_id,
+                }
+            )
+        except Exception as error:
+            code = error.code if isinstance(error, ToolError) else "step-failed"
+            reason = error.reason if isinstance(error, ToolError) else str(error)
+            self._failed(current, reason)
+            raise StateError(
+                code,
+                f"dismantle step {current} failed: {reason}",
+                detail={
+                    "step": current,
+                    "cleanup": record.cleanup,
+                    "cause": error.detail if isinstance(error, ToolError) else None,
+                },
+                next_step="fix the cause, then repeat: "
+                + command_label(record.unit_id, self.forced),
+            ) from None
+        document: dict[str, Any] = {
+            "ok": True,
+            "status": "dismantled",
+            "unit_id": record.unit_id,
+            "merged_pr": None,
+            "forced": self.forced,
+            "archive": record.archive,
+        }
+        if record.abandoned is not None:
+            document["abandoned"] = record.abandoned
+        document["done"] = [
+            entry for entry in record.cleanup if entry.get("status") in ("done", "skipped")
+        ]
+        return document
+
+    def _failed(self, step: str | None, reason: str) -> None:
+        if self.unreadable:
+            return
+        self.record.lifecycle = "dismantle-failed"
+        self.record.error = f"dismantle step {step} failed: {reason}"
+        self.registry.write(self.record)
+
+    # -- what a forced dismantle abandons ------------------------------------------------------
+
+    def _abandoned(self) -> dict[str, Any]:
+        record = self.record
+        worktree = Path(record.worktree)
+        present = worktree.is_dir()
+        head = (
+            git.head_commit(worktree)
+            if present
+            else git.resolve_commit(f"refs/heads/{record.branch}", cwd=self.cwd)
+        )
+        counts = None
+        if present and record.base_ref:
+            counts = git.ahead_behind(record.base_ref, worktree=worktree)
+        entries = git.status_porcelain(worktree) if present else None
+        remote_head = None
+        if git.has_remote(self.cwd):
+            try:
+                remote_head = git.remote_branch_head(record.branch, cwd=self.cwd)
+            except ToolError:
+                remote_head = None
+        return {
+            "head": head,
+            "ahead_of_base": counts[0] if counts else None,
+            "dirty_files": len(entries) if entries is not None else None,
+            "dirty_sample": entries[:5] if entries is not None else None,
+            "remote_head": remote_head,
+            "recover_with": f"git branch {record.branch} {head}" if head else None,
+        }
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _state_dir(self) -> Path | None:
+        record = self.record
+        if record.pair and record.pair.state_dir:
+            return Path(record.pair.state_dir)
+        if record.worktree and os.path.isdir(record.worktree):
+            return locate_pair(record.worktree).state_dir
+        return None
+
+    def _end_pair(self, outcome: dict[str, Any]) -> None:
+        state_dir = self._state_dir()
+        if state_dir is None or not (state_dir / "session.json").exists():
+            outcome["skipped"] = "no pair session"
+            return
+        worktree = self.record.worktree
+        if (state_dir / "in-flight.json").exists():
+            outcome["cleared"] = pair_api.clear(worktree).get("status")
+        outcome["ended"] = pair_api.end(worktree).get("ended_dir")
+        self.record.resources.pair = False
+
+    def _reap(self, outcome: dict[str, Any]) -> None:
+        if not self.record.worktree or not os.path.isdir(self.record.worktree):
+            outcome["skipped"] = "worktree missing"
+            return
+        import psutil
+
+        root = realpath(self.record.worktree)
+        spared = {os.getpid(), *(parent.pid for parent in psutil.Process().parents())}
+        victims = []
+        for process in psutil.process_iter(["pid", "cwd", "cmdline", "status"]):
+            try:
+                cwd = process.info["cwd"]
+                if (
+                    process.pid in spared
+                    or not cwd
+                    or process.info["status"] == psutil.STATUS_ZOMBIE
+                ):
+                    continue
+                if is_inside(realpath(cwd), root):
+                    victims.append(process)
+            except (psutil.Error, OSError):
+                continue
+        outcome["processes"] = [
+            {"pid": p.pid, "argv": (p.info.get("cmdline") or [])[:8]} for p in victims
+        ]
+        if not victims:
+            return
+        for process in victims:
+            try:
+                process.send_signal(signal.SIGTERM)
+            except psutil.Error:
+                continue
+        alive = wait_gone(victims, timeout_seconds=REAP_GRACE_SECONDS)
+        for process in alive:
+            try:
+                process.send_signal(signal.SIGKILL)
+            except psutil.Error:
+                continue
+        wait_gone(alive, timeout_seconds=REAP_GRACE_SECONDS)
+        outcome["killed"] = [p.pid for p in alive]
+
+    def _archive(self, outcome: dict[str, Any]) -> None:
+        state_dir = self._state_dir()
+        if state_dir is None or not state_dir.is_dir():
+            outcome["skipped"] = "no pair state"
+            return
+        archive = archive_pair_state(self.registry, self.record.unit_id, state_dir)
+        self.record.archive = str(archive) if archive else None
+        outcome["archive"] = self.record.archive
+
+    def _worktree(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        if not record.worktree:
+            outcome["skipped"] = "no worktree confirmed for this record"
+            return
+        row = worktree_rows(self.workspace).get(realpath(record.worktree))
+        if row is None:
+            if os.path.lexists(record.worktree):
+                raise StateError(
+                    "worktree-unregistered",
+                    f"{record.worktree} exists but is not a registered worktree — it is not "
+                    "removed automatically",
+                )
+            outcome["skipped"] = "worktree already gone"
+            record.resources.worktree = False
+            return
+        result = git.remove_worktree(row.path, force=self.forced, cwd=self.cwd)
+        if result.returncode != 0 and self.forced:
+            shutil.rmtree(row.path, ignore_errors=True)
+            result = git.remove_worktree(row.path, force=True, cwd=self.cwd)
+        if result.returncode != 0:
+            raise StateError(
+                "worktree-remove-failed",
+                f"git worktree remove {row.path} failed: {result.stderr.strip()}",
+                next_step="commit or stash the changes, or dismantle with --force",
+            )
+        record.resources.worktree = False
+        outcome["removed"] = row.path
+
+    def _local_branch(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        if not record.branch:
+            outcome["skipped"] = "no branch confirmed for this record"
+            return
+        if git.delete_local_branch(record.branch, cwd=self.cwd):
+            outcome["deleted"] = record.branch
+        else:
+            outcome["skipped"] = "no local branch"
+        record.resources.local_branch = False
+
+    def _remote_branch(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        if not record.branch:
+            outcome["skipped"] = "no branch confirmed for this record"
+            return
+        if not git.has_remote(self.cwd):
+            outcome["skipped"] = "no origin"
+            return
+        if git.remote_branch_head(record.branch, cwd=self.cwd) is None:
+            outcome["skipped"] = "no remote branch"
+            return
+        git.delete_remote_branch(record.branch, cwd=self.cwd)
+        outcome["deleted"] = f"origin/{record.branch}"
+
+    def _manifest(self, outcome: dict[str, Any]) -> None:
+        path = self.registry.manifest_path(self.record.unit_id)
+        if remove_file(path):
+            outcome["deleted"] = str(path)
+        else:
+            outcome["skipped"] = "no manifest"
+        self.record.resources.task_file = False

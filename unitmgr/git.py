@@ -1,0 +1,365 @@
+"""Every git call unitmgr makes (pair's own few live in `pair/git.py`).
+
+Each call is an argument list (never a shell), runs with stdin from /dev/null in its own process
+group with the no-prompt environment, and is killed as a group on timeout: local git 120 s
+(`UNITMGR_GIT_TIMEOUT`), network git 300 s (`UNITMGR_NETWORK_TIMEOUT`). Output is read from
+plumbing (`--porcelain`, `-z`) and paths are kept absolute.
+
+GitPython is deliberately not used here: its `Git.execute` cannot start a child in its own
+process group, and `import git` costs ~100 ms (see references/decisions.md).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from registry.errors import StateError
+from registry.processes import ProcessIdentity, child_environment, kill_tree
+from registry.redact import redact
+
+
+def _timeout(variable: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(variable, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def local_timeout() -> float:
+    return _timeout("UNITMGR_GIT_TIMEOUT", 120.0)
+
+
+def network_timeout() -> float:
+    return _timeout("UNITMGR_NETWORK_TIMEOUT", 300.0)
+
+
+class GitError(StateError):
+    """A git command failed: carries the command, exit code and stderr."""
+
+    def __init__(self, step: str, argv: Sequence[str], returncode: int | None, stderr: str) -> None:
+        message = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {returncode}"
+        super().__init__(
+            "git-failed",
+            redact(f"{step}: {message}"),
+            detail={
+                "command": redact(" ".join(argv)),
+                "exit_code": returncode,
+                "stderr": redact(stderr[-4000:]),
+            },
+        )
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+class GitTimeout(StateError):
+    def __init__(self, step: str, seconds: float) -> None:
+        super().__init__("timeout", f"{step} timed out after {int(seconds)}s")
+
+
+@dataclass(frozen=True)
+class GitResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    step: str,
+    network: bool = False,
+    check: bool = True,
+    optional_locks: bool = True,
+) -> GitResult:
+    """Run `git <args>` in `cwd`. `check` raises `GitError` on a non-zero exit."""
+    argv = ["git"]
+    if not optional_locks:
+        argv.append("--no-optional-locks")  # status must not rewrite the index of a reader
+    argv.extend(args)
+    seconds = network_timeout() if network else local_timeout()
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=child_environment(),
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        kill_tree(ProcessIdentity(process.pid, 0.0, process.pid, "git"), grace_seconds=1.0)
+        process.kill()
+        process.communicate()
+        raise GitTimeout(step, seconds) from None
+    result = GitResult(
+        process.returncode,
+        stdout.decode("utf-8", "surrogateescape"),
+        stderr.decode("utf-8", "replace"),
+    )
+    if check and result.returncode != 0:
+        raise GitError(step, argv, result.returncode, result.stderr)
+    return result
+
+
+# -- repository ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RepositoryPaths:
+    toplevel: Path
+    common_git_dir: Path
+
+
+def resolve_repository(repo: str | Path) -> RepositoryPaths:
+    path = Path(repo).expanduser()
+    path = path if path.is_absolute() else Path.cwd() / path
+    if not path.is_dir():
+        raise StateError("not-a-git-repository", f"not a git repository: {repo}")
+    result = run_git(
+        ["rev-parse", "--show-toplevel", "--path-format=absolute", "--git-common-dir"],
+        cwd=path,
+        step="resolve repository",
+        check=False,
+    )
+    lines = result.stdout.splitlines()
+    if result.returncode != 0 or len(lines) < 2:
+        raise StateError("not-a-git-repository", f"not a git repository: {repo}")
+    return RepositoryPaths(Path(lines[0]), Path(lines[1]).resolve())
+
+
+def check_branch_name(branch: str, *, cwd: Path) -> bool:
+    result = run_git(
+        ["check-ref-format", "--branch", branch], cwd=cwd, step="check branch", check=False
+    )
+    return result.returncode == 0 and not branch.startswith("-")
+
+
+def has_remote(cwd: Path, name: str = "origin") -> bool:
+    result = run_git(["remote"], cwd=cwd, step="list remotes", check=False)
+    return name in result.stdout.split()
+
+
+def resolve_commit(ref: str, *, cwd: Path) -> str | None:
+    result = run_git(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+        cwd=cwd,
+        step="resolve ref",
+        check=False,
+    )
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def ref_exists(ref: str, *, cwd: Path) -> bool:
+    result = run_git(
+        ["show-ref", "--verify", "--quiet", ref], cwd=cwd, step="check ref", check=False
+    )
+    return result.returncode == 0
+
+
+def fetch_base(base: str, *, cwd: Path) -> str:
+    """`git fetch origin <base>`: returns "fetched" or "missing" (origin has no such ref).
+
+    Any other failure raises; a `cannot lock ref` race with another fetch is retried once.
+    """
+    refspec = f"+refs/heads/{base}:refs/remotes/origin/{base}"
+    for attempt in (1, 2):
+        result = run_git(
+            ["fetch", "--no-tags", "origin", refspec],
+            cwd=cwd,
+            step=f"fetch origin {base}",
+            network=True,
+            check=False,
+        )
+        if result.returncode == 0:
+            return "fetched"
+        stderr = result.stderr.lower()
+        if "couldn't find remote ref" in stderr or "remote ref does not exist" in stderr:
+            return "missing"
+        if "cannot lock ref" in stderr and attempt == 1:
+            continue
+        raise GitError(
+            f"fetch origin {base}",
+            ["git", "fetch", "origin", refspec],
+            result.returncode,
+            result.stderr,
+        )
+    raise AssertionError("unreachable")
+
+
+def remote_branch_head(branch: str, *, cwd: Path) -> str | None:
+    """The commit of `refs/heads/<branch>` at origin (network), or None when absent."""
+    result = run_git(
+        ["ls-remote", "--heads", "origin", f"refs/heads/{branch}"],
+        cwd=cwd,
+        step=f"ls-remote origin {branch}",
+        network=True,
+    )
+    for line in result.stdout.splitlines():
+        sha, _, name = line.partition("\t")
+        if name == f"refs/heads/{branch}":
+            return sha
+    return None
+
+
+# -- worktrees -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorktreeRow:
+    path: str
+    head: str | None
+    branch: str | None  # short name, without refs/heads/
+    bare: bool = False
+    detached: bool = False
+    locked: str | None = None
+    prunable: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "head": self.head,
+            "branch": self.branch,
+            "detached": self.detached,
+            "locked": self.locked,
+            "prunable": self.prunable,
+        }
+
+
+def list_worktrees(*, cwd: Path) -> list[WorktreeRow]:
+    result = run_git(["worktree", "list", "--porcelain", "-z"], cwd=cwd, step="list worktrees")
+    rows: list[WorktreeRow] = []
+    fields: dict[str, str | None] = {}
+
+    def flush() -> None:
+        if fields.get("worktree"):
+            branch = fields.get("branch")
+            rows.append(
+                WorktreeRow(
+                    path=str(fields["worktree"]),
+                    head=fields.get("HEAD"),
+                    branch=branch.removeprefix("refs/heads/") if branch else None,
+                    bare="bare" in fields,
+                    detached="detached" in fields,
+                    locked=fields.get("locked") if "locked" in fields else None,
+                    prunable=fields.get("prunable") if "prunable" in fields else None,
+                )
+            )
+        fields.clear()
+
+    for item in result.stdout.split("\0"):
+        if item == "":
+            flush()
+            continue
+        key, _, value = item.partition(" ")
+        fields[key] = value if value else ("" if key in ("locked", "prunable") else None)
+    flush()
+    return rows
+
+
+def add_worktree(path: Path, *, branch: str, start: str, new_branch: bool, cwd: Path) -> None:
+    args = ["worktree", "add", "--no-track"]
+    if new_branch:
+        args += ["-b", branch, str(path), start]
+    else:
+        args += [str(path), branch]
+    run_git(args, cwd=cwd, step="git worktree add")
+
+
+def remove_worktree(path: str, *, force: bool, cwd: Path) -> GitResult:
+    args = ["worktree", "remove"]
+    if force:
+        args += ["--force", "--force"]  # twice: also removes a locked worktree
+    return run_git([*args, path], cwd=cwd, step="git worktree remove", check=False)
+
+
+def delete_local_branch(branch: str, *, cwd: Path) -> bool:
+    """Delete `refs/heads/<branch>`; return False when it did not exist."""
+    if not ref_exists(f"refs/heads/{branch}", cwd=cwd):
+        return False
+    run_git(["branch", "-D", "--", branch], cwd=cwd, step=f"delete branch {branch}")
+    return True
+
+
+def delete_remote_branch(branch: str, *, cwd: Path) -> None:
+    run_git(
+        ["push", "origin", "--delete", f"refs/heads/{branch}"],
+        cwd=cwd,
+        step=f"delete origin branch {branch}",
+        network=True,
+    )
+
+
+def exclude_file(*, cwd: Path) -> Path:
+    """The shared `info/exclude` every worktree of the repository reads."""
+    result = run_git(
+        ["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=cwd, step="locate exclude"
+    )
+    return Path(result.stdout.strip()) / "info" / "exclude"
+
+
+# -- observing a worktree --------------------------------------------------------------------
+
+
+def status_porcelain(worktree: Path) -> list[str] | None:
+    """`git status --porcelain -z` entries (XY path), or None when git fails."""
+    result = run_git(
+        ["status", "--porcelain", "-z", "--untracked-files=normal"],
+        cwd=worktree,
+        step="status",
+        check=False,
+        optional_locks=False,
+    )
+    if result.returncode != 0:
+        return None
+    entries: list[str] = []
+    items = result.stdout.split("\0")
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if item:
+            entries.append(item)
+            if item[:1] in ("R", "C"):
+                index += 1  # a rename carries its source path as the next item
+        index += 1
+    return entries
+
+
+def ahead_behind(base_ref: str, *, worktree: Path) -> tuple[int, int] | None:
+    """(ahead, behind) of HEAD against `base_ref`, or None when git fails."""
+    result = run_git(
+        ["rev-list", "--left-right", "--count", f"{base_ref}...HEAD", "--"],
+        cwd=worktree,
+        step="rev-list",
+        check=False,
+    )
+    parts = result.stdout.split()
+    if result.returncode != 0 or len(parts) != 2:
+        return None
+    behind, ahead = int(parts[0]), int(parts[1])
+    return ahead, behind
+
+
+def head_commit(worktree: Path) -> str | None:
+    result = run_git(["rev-parse", "--verify", "HEAD"], cwd=worktree, step="head", check=False)
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def changed_since_merge_base(base_ref: str, *, worktree: Path) -> list[str] | None:
+    """Files changed on HEAD since its merge base with `base_ref` (`git diff base...HEAD`)."""
+    result = run_git(
+        ["diff", "--name-only", "-z", f"{base_ref}...HEAD", "--"],
+        cwd=worktree,
+        step="diff",
+        check=False,
+    )
+    if result.returncode != 0:
+        return None
+    return [name for name in result.stdout.split("\0") if name]

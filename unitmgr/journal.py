@@ -1,0 +1,122 @@
+"""Journal, then act, then journal: how every multi-step command records its progress.
+
+Each step appends `{command, step, status, at, detail?}` to the record (in `journal`, or `cleanup`
+for dismantle) before and after it acts, writing the record each time, and the same object plus
+`unit` to `events.jsonl`. A repeated command resumes at the first step without a `done` entry.
+
+The only test hook in product code lives here (SPEC 8): with `UNITMGR_TEST_HOOKS=1`,
+`UNITMGR_TEST_CRASH_AFTER=<command>:<step>:<started|done>` makes the process SIGKILL itself right
+after writing that entry.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from registry.errors import ToolError
+from registry.processes import ProcessIdentity
+from registry.records import UnitRecord
+from registry.store import Registry
+from registry.timeutil import iso_z
+from unitmgr.steps import STEPS_BY_COMMAND
+
+
+def _crash_hook(command: str, step: str, status: str) -> None:
+    if os.environ.get("UNITMGR_TEST_HOOKS") != "1":
+        return
+    if os.environ.get("UNITMGR_TEST_CRASH_AFTER") == f"{command}:{step}:{status}":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Journal:
+    """The journal of one command over one record."""
+
+    def __init__(
+        self, registry: Registry, record: UnitRecord, command: str, *, field: str = "journal"
+    ) -> None:
+        if command not in STEPS_BY_COMMAND:
+            raise ValueError(f"unknown journaled command {command}")
+        self.registry = registry
+        self.record = record
+        self.command = command
+        self.field = field
+        self.persist = True  # false for a record that must never be rewritten (unreadable)
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = getattr(self.record, self.field)
+        return entries
+
+    def is_done(self, step: str) -> bool:
+        return any(
+            entry.get("step") == step
+            and entry.get("command") == self.command
+            and entry.get("status") in ("done", "skipped")
+            for entry in self.entries
+        )
+
+    def first_unfinished(self) -> str | None:
+        for step in STEPS_BY_COMMAND[self.command]:
+            if not self.is_done(step):
+                return step
+        return None
+
+    def last_started(self, step: str) -> dict[str, Any] | None:
+        for entry in reversed(self.entries):
+            if entry.get("step") == step and entry.get("command") == self.command:
+                return entry if entry.get("status") == "started" else None
+        return None
+
+    def write(self, step: str, status: str, detail: dict[str, Any] | None = None) -> None:
+        entry: dict[str, Any] = {
+            "command": self.command,
+            "step": step,
+            "status": status,
+            "at": iso_z(),
+        }
+        if detail:
+            entry["detail"] = detail
+        self.entries.append(entry)
+        if self.persist:
+            self.registry.write(self.record)
+        self.registry.append_event({**entry, "unit": self.record.unit_id})
+        _crash_hook(self.command, step, status)
+
+    def note_child(self, step: str, child: ProcessIdentity) -> None:
+        """Journal a child's identity in the running step before anyone waits on it (SPEC 8)."""
+        for entry in reversed(self.entries):
+            if entry.get("step") == step and entry.get("status") == "started":
+                entry.setdefault("detail", {})["child"] = child.to_json()
+                break
+        if self.persist:
+            self.registry.write(self.record)
+
+    @contextmanager
+    def step(self, step: str, detail: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """Journal `step` as started, run the body, then journal done (or failed and re-raise).
+
+        The body may fill the yielded dict; it becomes the `done` entry's detail.
+        """
+        self.write(step, "started", detail)
+        outcome: dict[str, Any] = {}
+        try:
+            yield outcome
+        except ToolError as error:
+            self.write(step, "failed", {"code": error.code, "reason": error.reason})
+            raise
+        except BaseException as error:
+            if isinstance(error, Exception):
+                self.write(step, "failed", {"code": "internal", "reason": str(error)})
+            raise
+        # A step that found nothing to do says why in `skipped` (SPEC 3.0 dismantle output).
+        self.write(step, "skipped" if "skipped" in outcome else "done", outcome or None)
+
+    def skip(self, step: str, reason: str) -> None:
+        self.write(step, "skipped", {"skipped": reason})
+
+    def clear(self) -> None:
+        self.entries.clear()

@@ -1,0 +1,319 @@
+"""Read-only views of units: `list`, `status --unit` (its read part) and `status --all`.
+
+`status --all` is lock-free, offline and writes nothing: one `git worktree list` in total, at most
+three git calls per present worktree (run in a small thread pool), and pair state read in-process
+through `pair.api.read_status`, which only stats transcripts — so its cost grows with units, not
+with transcript size.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from pair.api import read_status
+from registry.records import UnitRecord
+from registry.store import UnreadableRecord
+from registry.timeutil import iso_z
+from unitmgr import git
+from unitmgr.steps import CREATE_PHASES
+from unitmgr.workspace import Workspace, realpath
+
+DIRTY_SAMPLE = 5
+IN_FLIGHT_KEYS = ("seq", "started_at", "partner_pid", "heavy_queue", "alive")
+
+
+def worktree_rows(workspace: Workspace) -> dict[str, git.WorktreeRow]:
+    return {realpath(row.path): row for row in git.list_worktrees(cwd=workspace.toplevel)}
+
+
+def pair_status(record: UnitRecord) -> dict[str, Any]:
+    if record.pair is None or not record.pair.state_dir:
+        return {"ok": False, "code": "no-pair", "reason": "no pair recorded yet"}
+    return read_status(record.pair.state_dir)
+
+
+def observed(record: UnitRecord, rows: dict[str, git.WorktreeRow]) -> dict[str, Any]:
+    row = rows.get(realpath(record.worktree))
+    pair = pair_status(record)
+    return {
+        "worktree": row.to_json() if row else None,
+        "pair": pair,
+        "latest_receipt": pair.get("latest_receipt") if pair.get("ok") else None,
+    }
+
+
+def describe(record: UnitRecord, rows: dict[str, git.WorktreeRow]) -> dict[str, Any]:
+    """The record with `observed` inside it (SPEC 3.0 output shapes)."""
+    view = record.to_json()
+    view["observed"] = observed(record, rows)
+    return view
+
+
+# -- recovery --------------------------------------------------------------------------------
+
+
+def _command(workspace: Workspace, *parts: str) -> str:
+    words = ["unit", *parts[:1], "--repo", str(workspace.toplevel), *parts[1:]]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def create_command(workspace: Workspace, record: UnitRecord) -> str:
+    """The exact create command that resumes `record` (every recorded option, no task file)."""
+    assert record.staffing is not None
+    staffing = record.staffing.current
+    parts = [
+        "create",
+        "--unit", record.unit_id,
+        "--worktree", record.worktree,
+        "--branch", record.branch,
+        "--base", record.base,
+        "--scope", record.scope,
+        "--validation", record.validation,
+        "--lead", record.lead,
+        "--partner", staffing.partner,
+        "--reason", staffing.reason,
+    ]  # fmt: skip
+    if staffing.model is not None:
+        parts += ["--model", staffing.model]
+    if staffing.effort is not None:
+        parts += ["--effort", staffing.effort]
+    if staffing.identity != "default" or staffing.partner == record.lead:
+        parts += ["--identity", staffing.identity]
+    if record.issue is not None:
+        parts += ["--issue", str(record.issue)]
+    if record.setup is not None:
+        parts += ["--setup", record.setup]
+    for pattern in record.paths:
+        parts += ["--paths", pattern]
+    return _command(workspace, *parts)
+
+
+def dismantle_command(workspace: Workspace, unit_id: str, *, force: bool) -> str:
+    parts = ["dismantle", "--unit", unit_id]
+    if force:
+        parts += ["--force", unit_id]
+    return _command(workspace, *parts)
+
+
+def recovery(
+    workspace: Workspace,
+    entry: UnitRecord | UnreadableRecord,
+    *,
+    pair: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """`{needed, why, command}`: the exact command that resumes a unit needing it (SPEC 3.1)."""
+    if isinstance(entry, UnreadableRecord):
+        return {
+            "needed": True,
+            "why": "record unreadable" if entry.code == "record-unreadable" else "record too new",
+            "command": dismantle_command(workspace, entry.unit_id, force=True),
+        }
+    record = entry
+    lifecycle = record.lifecycle
+    if lifecycle in ("dismantling", "dismantle-failed"):
+        return {
+            "needed": True,
+            "why": f"lifecycle {lifecycle}",
+            "command": dismantle_command(
+                workspace, record.unit_id, force=record.abandoned is not None
+            ),
+        }
+    worktree_owned = record.resources.worktree or lifecycle == "working"
+    if worktree_owned and not os.path.isdir(record.worktree):
+        return {
+            "needed": True,
+            "why": "worktree missing",
+            "command": dismantle_command(workspace, record.unit_id, force=True),
+        }
+    pair = pair or {}
+    pair_owned = record.resources.pair or lifecycle == "working"
+    if pair_owned and pair.get("code") == "no-pair-session":
+        return {
+            "needed": True,
+            "why": "pair session missing",
+            "command": dismantle_command(workspace, record.unit_id, force=True),
+        }
+    if lifecycle in CREATE_PHASES:
+        return {
+            "needed": True,
+            "why": f"lifecycle {lifecycle}",
+            "command": create_command(workspace, record),
+        }
+    if lifecycle == "create-failed":
+        return {
+            "needed": True,
+            "why": "lifecycle create-failed",
+            "command": dismantle_command(workspace, record.unit_id, force=True),
+        }
+    if lifecycle in ("restaffing", "restaff-failed"):
+        return {
+            "needed": True,
+            "why": f"lifecycle {lifecycle}",
+            "command": restaff_command(workspace, record),
+        }
+    if lifecycle == "working" and record.journal:
+        # A create killed after its last step but before clearing its journal.
+        return {
+            "needed": True,
+            "why": "unfinished create journal",
+            "command": create_command(workspace, record),
+        }
+    if record.pending_notice and not pair.get("in_flight"):
+        return {
+            "needed": True,
+            "why": "pending notice",
+            "command": _command(workspace, "status", "--unit", record.unit_id),
+        }
+    return {"needed": False, "why": None, "command": None}
+
+
+def restaff_command(workspace: Workspace, record: UnitRecord) -> str:
+    pending = record.pending_staffing or {}
+    parts = ["restaff", "--unit", record.unit_id, "--lead", record.lead]
+    for option, key in (
+        ("--partner", "partner"),
+        ("--reason", "reason"),
+        ("--model", "model"),
+        ("--effort", "effort"),
+        ("--identity", "identity"),
+    ):
+        value = pending.get(key)
+        if value is not None and not (key == "identity" and value == "default"):
+            parts += [option, str(value)]
+    return _command(workspace, *parts)
+
+
+# -- list ------------------------------------------------------------------------------------
+
+
+def list_units(workspace: Workspace) -> dict[str, Any]:
+    rows = worktree_rows(workspace)
+    units = []
+    for entry in workspace.registry.scan():
+        if isinstance(entry, UnreadableRecord):
+            view = entry.to_json()
+            view["observed"] = None
+            view["recovery"] = recovery(workspace, entry)
+        else:
+            view = describe(entry, rows)
+            view["recovery"] = recovery(workspace, entry, pair=view["observed"]["pair"])
+        units.append(view)
+    return {"ok": True, "repository": str(workspace.toplevel), "units": units}
+
+
+# -- status --all ----------------------------------------------------------------------------
+
+
+def _receipt_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
+    if receipt is None:
+        return None
+    keys = (
+        "seq", "kind", "status", "reason", "heavy_queue", "rate_limits", "throttle_signals",
+        "receipt_file",
+    )  # fmt: skip
+    return {key: receipt.get(key) for key in keys}
+
+
+def _pair_summary(status: dict[str, Any]) -> dict[str, Any]:
+    if not status.get("ok"):
+        return {"error": status.get("reason") or "unknown"}
+    in_flight = status.get("in_flight")
+    return {
+        "seq": status.get("seq", 0),
+        "in_flight": ({key: in_flight.get(key) for key in IN_FLIGHT_KEYS} if in_flight else None),
+        "latest_receipt": _receipt_summary(status.get("latest_receipt")),
+        "turn": status.get("turn"),
+    }
+
+
+def _worktree_summary(
+    record: UnitRecord, row: git.WorktreeRow | None
+) -> tuple[dict[str, Any], list[str] | None]:
+    """The worktree block of `status --all` and the unit's changed files (for overlaps)."""
+    if row is None or not os.path.isdir(record.worktree):
+        return {"present": False}, None
+    worktree = Path(record.worktree)
+    base_ref = record.base_ref or f"refs/heads/{record.base}"
+    counts = git.ahead_behind(base_ref, worktree=worktree)
+    entries = git.status_porcelain(worktree)
+    changed = git.changed_since_merge_base(base_ref, worktree=worktree)
+    files: list[str] | None = None
+    if changed is not None and entries is not None:
+        files = sorted(set(changed) | {entry[3:] for entry in entries})
+    summary = {
+        "present": True,
+        "head": row.head,
+        "base_ref": base_ref,
+        "ahead_of_base": counts[0] if counts else None,
+        "behind_base": counts[1] if counts else None,
+        "dirty_files": len(entries) if entries is not None else None,
+        "dirty_sample": entries[:DIRTY_SAMPLE] if entries is not None else None,
+    }
+    return summary, files
+
+
+def status_all(workspace: Workspace) -> dict[str, Any]:
+    observed_at = iso_z(milliseconds=True)
+    rows = worktree_rows(workspace)
+    entries = workspace.registry.scan()
+    records = [entry for entry in entries if isinstance(entry, UnitRecord)]
+
+    def worktree_of(record: UnitRecord) -> tuple[dict[str, Any], list[str] | None]:
+        return _worktree_summary(record, rows.get(realpath(record.worktree)))
+
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(records)))) as pool:
+        summaries = pool.map(worktree_of, records)
+        worktrees = dict(zip((record.unit_id for record in records), summaries, strict=True))
+
+    units: list[dict[str, Any]] = []
+    changed_files: dict[str, list[str]] = {}
+    for entry in entries:
+        if isinstance(entry, UnreadableRecord):
+            view = entry.to_json()
+            view["recovery"] = recovery(workspace, entry)
+            units.append(view)
+            continue
+        record = entry
+        status = pair_status(record)
+        worktree, files = worktrees[record.unit_id]
+        if files is not None and record.lifecycle not in ("dismantling", "dismantle-failed"):
+            changed_files[record.unit_id] = files
+        view = {
+            "unit_id": record.unit_id,
+            "issue": record.issue,
+            "lifecycle": record.lifecycle,
+            "branch": record.branch,
+            "base": record.base,
+            "partner": record.partner,
+            "identity": record.identity,
+            "pair": _pair_summary(status),
+            "worktree": worktree,
+            "pending_notice": record.pending_notice,
+            "error": record.error,
+        }
+        view["recovery"] = recovery(workspace, record, pair=status)
+        units.append(view)
+    return {
+        "ok": True,
+        "repository": str(workspace.toplevel),
+        "observed_at": observed_at,
+        "units": units,
+        "overlaps": overlaps(changed_files),
+    }
+
+
+def overlaps(changed_files: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Pairs of units whose changed files intersect, with the files, sorted."""
+    found = []
+    ids = sorted(changed_files)
+    for index, first in enumerate(ids):
+        mine = set(changed_files[first])
+        for second in ids[index + 1 :]:
+            shared = mine & set(changed_files[second])
+            if shared:
+                found.append({"units": [first, second], "files": sorted(shared)})
+    return found

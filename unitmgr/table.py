@@ -1,0 +1,120 @@
+"""`--format table`: list and status for people, readable at 80 columns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+WIDTH = 80
+
+
+def _cut(text: Any, width: int) -> str:
+    value = "-" if text is None or text == "" else str(text)
+    return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def _rows(header: list[str], rows: list[list[str]], widths: list[int]) -> str:
+    lines = ["  ".join(_cut(c, w).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
+    for row in rows:
+        lines.append(
+            "  ".join(_cut(c, w).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        )
+    return "\n".join(lines)
+
+
+def _turn(pair: dict[str, Any]) -> str:
+    if "error" in pair:
+        return "pair: " + str(pair["error"])
+    in_flight = pair.get("in_flight")
+    if in_flight:
+        turn = pair.get("turn") or {}
+        quiet = turn.get("seconds_since_output")
+        state = "running" if in_flight.get("alive", True) else "LOST"
+        return f"#{in_flight.get('seq')} {state}" + (
+            f", quiet {quiet}s" if quiet is not None else ""
+        )
+    receipt = pair.get("latest_receipt")
+    if receipt:
+        text = f"#{receipt.get('seq')} {receipt.get('status')}"
+        throttle = receipt.get("throttle_signals")
+        if throttle:
+            text += f" (throttled x{throttle.get('rate_limit_lines')})"
+        return text
+    return f"#{pair.get('seq', 0)} idle"
+
+
+def _worktree(worktree: dict[str, Any]) -> str:
+    if not worktree.get("present"):
+        return "missing"
+    ahead, behind = worktree.get("ahead_of_base"), worktree.get("behind_base")
+    return f"+{ahead}/-{behind} dirty {worktree.get('dirty_files')}"
+
+
+def status_all(document: dict[str, Any]) -> str:
+    header = ["UNIT", "LIFECYCLE", "PARTNER", "TURN", "WORKTREE"]
+    widths = [16, 17, 8, 20, 13]
+    rows = []
+    notes = []
+    for unit in document["units"]:
+        if unit.get("lifecycle") == "unreadable":
+            rows.append([unit["unit_id"], "UNREADABLE", "-", "-", "-"])
+        else:
+            rows.append(
+                [
+                    unit["unit_id"],
+                    unit["lifecycle"],
+                    unit.get("partner") or "-",
+                    _turn(unit["pair"]),
+                    _worktree(unit["worktree"]),
+                ]
+            )
+        recovery = unit.get("recovery") or {}
+        if recovery.get("needed"):
+            notes.append(f"! {unit['unit_id']}: {recovery['why']} -> {recovery['command']}")
+    text = _rows(header, rows, widths) if rows else "no units"
+    for overlap in document.get("overlaps", []):
+        a, b = overlap["units"]
+        notes.append(f"! overlap {a} / {b}: " + ", ".join(overlap["files"][:3]))
+    return "\n".join([text, *notes]) + "\n"
+
+
+def list_units(document: dict[str, Any]) -> str:
+    header = ["UNIT", "LIFECYCLE", "BRANCH", "PARTNER", "RECOVERY"]
+    widths = [16, 17, 20, 8, 11]
+    rows = []
+    notes = []
+    for unit in document["units"]:
+        recovery = unit.get("recovery") or {}
+        partner = ((unit.get("staffing") or {}).get("current") or {}).get("partner")
+        rows.append(
+            [
+                unit["unit_id"],
+                unit.get("lifecycle", "-"),
+                unit.get("branch") or "-",
+                partner or "-",
+                "needed" if recovery.get("needed") else "-",
+            ]
+        )
+        if recovery.get("needed"):
+            notes.append(f"! {unit['unit_id']}: {recovery['why']} -> {recovery['command']}")
+    text = _rows(header, rows, widths) if rows else "no units"
+    return "\n".join([text, *notes]) + "\n"
+
+
+def status_unit(document: dict[str, Any]) -> str:
+    unit = document["unit"]
+    observed = unit.get("observed") or {}
+    pair = observed.get("pair") or {}
+    receipt = observed.get("latest_receipt") or {}
+    staffing = (unit.get("staffing") or {}).get("current") or {}
+    lines = [
+        f"unit       {unit['unit_id']}  ({unit['lifecycle']})",
+        f"branch     {unit['branch']}  base {unit['base']}",
+        f"worktree   {unit['worktree']}",
+        f"partner    {staffing.get('partner')}  model {_cut(staffing.get('model'), 40)}",
+        f"pair       seq {pair.get('seq', '-')}  "
+        + ("in flight" if pair.get("in_flight") else "idle"),
+        f"receipt    {receipt.get('status', '-')}  {_cut(receipt.get('reason'), 50)}",
+    ]
+    if unit.get("error"):
+        lines.append(f"error      {_cut(unit['error'], 68)}")
+    return "\n".join(lines) + "\n"

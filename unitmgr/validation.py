@@ -1,0 +1,141 @@
+"""Argument checks shared by the unit commands (SPEC 3.0, 3.3): exit 2, nothing written.
+
+Every check here is decidable from the arguments and the files they name; none takes a lock or
+changes anything.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path, PurePosixPath
+
+from pair.partners import LEADS, PARTNERS
+from registry.errors import UsageError
+
+UNIT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
+IDENTITY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+EFFORT_REQUIRED = ("claude", "codex", "grok", "opencode")
+LIMIT_MAX = 100
+
+
+def unit_id(value: str, option: str = "--unit") -> str:
+    if not UNIT_ID.match(value):
+        raise UsageError(
+            "invalid-unit-id",
+            f"{option} must match [A-Za-z0-9][A-Za-z0-9_.+-]{{0,63}}, got {value!r}",
+        )
+    return value
+
+
+def issue_number(value: str | None) -> int | None:
+    if value is None:
+        return None
+    if not re.fullmatch(r"[1-9][0-9]{0,9}", value):
+        raise UsageError("invalid-issue", f"--issue must be a positive issue number, got {value!r}")
+    return int(value)
+
+
+def limit(value: str, option: str) -> int:
+    if not re.fullmatch(r"[1-9][0-9]*", value) or int(value) > LIMIT_MAX:
+        raise UsageError(
+            "invalid-limit", f"{option} must be between 1 and {LIMIT_MAX}, got {value!r}"
+        )
+    return int(value)
+
+
+def lock_timeout(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if math.isnan(seconds) or not 0 <= seconds < 86400:
+        raise UsageError(
+            "invalid-lock-timeout",
+            f"--lock-timeout must be a number of seconds from 0, got {value!r}",
+        )
+    return seconds
+
+
+def absolute_path(value: str, option: str) -> Path:
+    if not value or not os.path.isabs(value):
+        raise UsageError("relative-path", f"{option} must be an absolute path, got {value!r}")
+    return Path(os.path.normpath(value))
+
+
+def required(value: str | None, option: str, command: str = "create") -> str:
+    if value is None or not value.strip():
+        raise UsageError("missing-option", f"{command} requires {option}")
+    return value
+
+
+def write_paths(patterns: list[str]) -> list[str]:
+    """`--paths` patterns: relative, non-empty, free of `..` (SPEC 2.2)."""
+    cleaned = []
+    for pattern in patterns:
+        if not pattern.strip():
+            raise UsageError("invalid-paths", "--paths patterns must not be empty")
+        if pattern.startswith("/") or os.path.isabs(pattern):
+            raise UsageError(
+                "invalid-paths",
+                f"--paths patterns are relative to the repository root: {pattern!r}",
+            )
+        if ".." in PurePosixPath(pattern).parts:
+            raise UsageError("invalid-paths", f"--paths patterns may not contain '..': {pattern!r}")
+        cleaned.append(pattern)
+    return cleaned
+
+
+def staffing(
+    *,
+    lead: str,
+    partner: str,
+    model: str | None,
+    effort: str | None,
+    identity: str | None,
+    command: str = "create",
+) -> None:
+    """Lead, partner, model, effort and identity rules (SPEC 3.3 "Leads", "Partners")."""
+    if lead not in LEADS:
+        raise UsageError("unknown-lead", f"unknown lead {lead!r} — use one of {', '.join(LEADS)}")
+    if partner not in PARTNERS:
+        raise UsageError(
+            "unknown-partner", f"unknown partner {partner!r} — use one of {', '.join(PARTNERS)}"
+        )
+    if identity is not None and not IDENTITY.match(identity):
+        raise UsageError("invalid-identity", f"invalid --identity name {identity!r}")
+    if identity not in (None, "default") and partner != "codex":
+        raise UsageError(
+            "identity-refused",
+            f"--identity other than default needs partner codex; {partner} has one identity",
+        )
+    if lead == partner and not (partner == "codex" and identity is not None):
+        raise UsageError(
+            "lead-is-partner",
+            f"the partner must differ from the lead ({lead}) — pairing a CLI with itself echoes",
+        )
+    family_request = bool(model and re.fullmatch(r"(?i)latest:[a-z0-9]+", model))
+    if partner == "script":
+        if not model or not model.strip():
+            raise UsageError(
+                "script-needs-model", "the script partner needs --model '<command line>'"
+            )
+        if effort:
+            raise UsageError(
+                "effort-refused", "the script partner has no reasoning effort — drop --effort"
+            )
+    elif partner == "cursor":
+        if family_request and not effort:
+            raise UsageError(
+                "effort-required",
+                f"cursor {model} requires --effort for catalog resolution",
+            )
+        if effort and not family_request:
+            raise UsageError(
+                "effort-refused",
+                "cursor carries effort inside the model id — omit --effort "
+                "(or use latest:<family>)",
+            )
+    elif partner in EFFORT_REQUIRED and not effort:
+        raise UsageError("effort-required", f"{command} requires --effort for {partner}")

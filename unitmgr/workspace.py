@@ -1,0 +1,53 @@
+"""The repository a command runs against: its toplevel, common git dir and registry."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from registry.errors import UsageError
+from registry.records import RecordTooNew, RecordUnreadable, UnitRecord
+from registry.store import Registry
+from unitmgr import git
+
+
+@dataclass(frozen=True)
+class Workspace:
+    toplevel: Path
+    common_git_dir: Path
+    registry: Registry
+
+    @classmethod
+    def open(cls, repo: str | Path) -> Workspace:
+        paths = git.resolve_repository(repo)
+        return cls(paths.toplevel, paths.common_git_dir, Registry(paths.common_git_dir))
+
+    def read_record(self, unit_id: str) -> UnitRecord | None:
+        """The record; exit 2 when it is unreadable or too new (SPEC 3.0)."""
+        try:
+            return self.registry.read(unit_id)
+        except RecordTooNew as error:
+            raise UsageError(
+                "record-too-new",
+                f"unit {unit_id}'s record was written by a newer unitmgr: {error}",
+                detail={"record_file": str(self.registry.record_path(unit_id))},
+                next_step="upgrade unitmgr; this version never rewrites that record",
+            ) from None
+        except RecordUnreadable as error:
+            raise UsageError(
+                "record-unreadable",
+                f"unit {unit_id}'s record is unreadable: {error}",
+                detail={"record_file": str(self.registry.record_path(unit_id))},
+                next_step=f"inspect it, or remove the unit with: unit dismantle --unit {unit_id} "
+                f"--force {unit_id}",
+            ) from None
+
+
+def realpath(path: str | Path) -> str:
+    return os.path.realpath(path)
+
+
+def is_inside(path: str, parent: str) -> bool:
+    """Whether `path` is `parent` or below it (both real paths)."""
+    return path == parent or path.startswith(parent.rstrip(os.sep) + os.sep)
