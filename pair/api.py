@@ -20,7 +20,7 @@ from typing import Any
 from pair.environment import detect_lead
 from pair.errors import StateError, UsageError
 from pair.git import locate
-from pair.partners import LEADS, adapter_for
+from pair.partners import LEADS, PARTNERS, adapter_for
 from pair.state import (
     TURN_KINDS,
     Marker,
@@ -129,7 +129,8 @@ def init(
     effort: str | None = None,
     role: str = "peer",
 ) -> dict[str, Any]:
-    adapter = adapter_for(partner)
+    if partner not in PARTNERS:
+        adapter_for(partner)  # raises the unknown-partner refusal
     if role not in ROLES:
         raise UsageError("unknown-role", f"unknown role {role!r} — use peer or executor")
     lead_name = resolve_lead(lead)
@@ -150,6 +151,7 @@ def init(
                 f"{existing.sid}) — end it first to pair with identity {requested_identity}",
             )
         return {"ok": True, "status": "resumed", **session_view(paths, existing)}
+    adapter = adapter_for(partner)
     if lead_name == partner:
         raise UsageError(
             "lead-is-partner",
@@ -573,6 +575,12 @@ def status(repo: str | Path) -> dict[str, Any]:
 
 def clear(repo: str | Path) -> dict[str, Any]:
     _, paths = _paths(repo)
+    return clear_state(paths.state_dir)
+
+
+def clear_state(state_dir: str | Path) -> dict[str, Any]:
+    """`clear` for a known state dir (works when the worktree directory itself is gone)."""
+    paths = PairPaths(Path(state_dir))
     with marker_mutex(paths):
         try:
             marker = read_marker(paths)
@@ -603,6 +611,12 @@ def clear(repo: str | Path) -> dict[str, Any]:
 
 def end(repo: str | Path) -> dict[str, Any]:
     _, paths = _paths(repo)
+    return end_state(paths.state_dir)
+
+
+def end_state(state_dir: str | Path) -> dict[str, Any]:
+    """`end` for a known state dir (works when the worktree directory itself is gone)."""
+    paths = PairPaths(Path(state_dir))
     with marker_mutex(paths):
         if paths.marker_file.exists():
             raise StateError(

@@ -33,7 +33,7 @@ from pair.state import (
 )
 from pair.turn import Budgets, TurnResult, run_turn
 from registry.atomic import write_text_atomic
-from registry.processes import ProcessIdentity, current_identity
+from registry.processes import ProcessIdentity, current_identity, kill_tree
 from registry.timeutil import iso_z
 
 EXIT_NOT_OWNER = 2
@@ -124,6 +124,10 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
         )
     except Exception as error:  # the receipt must exist whatever happened
         traceback.print_exc()
+        current = read_marker(paths)
+        partner = ProcessIdentity.from_json(current.partner) if current else None
+        if partner is not None:
+            kill_tree(partner)  # the turn is over: its partner must not run on unsupervised
         result = TurnResult(
             outcome=TurnOutcome(status="failed", reason=f"supervisor error: {error}"),
             exit_code=None,

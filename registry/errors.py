@@ -11,6 +11,8 @@ the exit code. The class decides the exit code:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 EXIT_OK = 0
@@ -34,6 +36,7 @@ class ToolError(Exception):
         self.reason = reason
         self.detail = detail
         self.next_step = next_step
+        self.fields: dict[str, Any] = {}  # extra top-level fields, e.g. `dry_run: true`
 
     def document(self) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -46,6 +49,7 @@ class ToolError(Exception):
             document["next"] = self.next_step
         if self.retryable:
             document["retryable"] = True
+        document.update(self.fields)
         return document
 
 
@@ -60,3 +64,14 @@ class StateError(ToolError):
 class RetryableError(ToolError):
     exit_code = EXIT_RETRYABLE
     retryable = True
+
+
+@contextmanager
+def marking_dry_run(dry_run: bool) -> Iterator[None]:
+    """A `--dry-run` refuses exactly as the real command would, plus `dry_run: true`."""
+    try:
+        yield
+    except ToolError as error:
+        if dry_run:
+            error.fields["dry_run"] = True
+        raise

@@ -146,7 +146,7 @@ def kill_tree(identity: ProcessIdentity, *, grace_seconds: float = 2.0) -> list[
             with contextlib.suppress(psutil.Error):
                 targets.setdefault(pid, psutil.Process(pid))
     targets.pop(os.getpid(), None)
-    for process in targets.values():
+    for process in list(targets.values()):  # children found here are added to `targets`
         with contextlib.suppress(psutil.Error):
             for child in process.children(recursive=True):
                 targets.setdefault(child.pid, child)

@@ -25,12 +25,14 @@ from typing import Any
 from pair import api as pair_api
 from pair.git import locate as locate_pair
 from pair.partners import adapter_for
+from pair.partners.script import first_command_word
 from registry.atomic import remove_file, write_text_atomic
-from registry.errors import StateError, ToolError, UsageError
+from registry.errors import StateError, ToolError, UsageError, marking_dry_run
 from registry.locks import Deadline, FileLock
 from registry.output import progress
 from registry.processes import ChildTimeout, ProcessIdentity, is_alive, kill_tree, run_streamed
 from registry.records import PairRef, Resources, Staffing, StaffingHistory, UnitRecord
+from registry.store import UnreadableRecord
 from registry.timeutil import iso_z
 from unitmgr import capacity, git, validation
 from unitmgr.archive import archive_pair_state
@@ -199,12 +201,11 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
             "worktree-inside-worktree",
             f"--worktree {request.worktree} is inside the git dir {workspace.common_git_dir}",
         )
-    if request.partner == "script" and request.model:
-        words = request.model.split()
-        if words and "/" not in words[0]:
-            # A command found on PATH (or a shell builtin) can be checked before anything is
-            # made; a relative path can only be checked in the worktree, at pair-init.
-            adapter_for("script").preflight(model=request.model, worktree=workspace.toplevel)
+    # A script command found on PATH (or a shell builtin) can be checked before anything is
+    # made; a relative path can only be checked in the worktree, at pair-init.
+    model = request.model
+    if request.partner == "script" and model and "/" not in first_command_word(model):
+        adapter_for("script").preflight(model=model, worktree=workspace.toplevel)
 
 
 def _real_target(path: Path) -> str:
@@ -253,6 +254,19 @@ def resolve_base(workspace: Workspace, request: Request, deadline: Deadline) -> 
 
 
 # -- Phase B: admission, conflicts, reservation -------------------------------------------------
+
+
+def admit(entries: list[UnitRecord | UnreadableRecord], request: Request) -> dict[str, Any]:
+    """The capacity, or the `admission-paused` refusal when no slot is free."""
+    admission = capacity.compute(entries, max_active=request.max_active, max_held=request.max_held)
+    if admission["slots"] <= 0:
+        raise StateError(
+            "admission-paused",
+            "admission paused: active or human-review limit reached",
+            detail=admission,
+            next_step="wait for a unit to be merged or dismantled",
+        )
+    return admission
 
 
 def check_conflicts(workspace: Workspace, request: Request, records: list[UnitRecord]) -> None:
@@ -370,10 +384,30 @@ def manifest_state(record: UnitRecord) -> str:
     return "differs"
 
 
+def ensure_manifest(record: UnitRecord) -> None:
+    """Write a missing manifest from the task; refuse one that is not the task (+ addenda)."""
+    state = manifest_state(record)
+    if state == "differs":
+        raise StateError(
+            "manifest-differs",
+            f"unit {record.unit_id} manifest differs from its recorded task",
+            detail={"task_file": record.task_file},
+            next_step="restore the manifest to the task (plus addenda), then repeat create",
+        )
+    if state == "missing":
+        progress(f"unit create {record.unit_id}: writing the manifest {record.task_file}")
+        write_text_atomic(Path(record.task_file), record.task + "\n")
+
+
 # -- the command --------------------------------------------------------------------------------
 
 
 def run(repo: str, options: CreateOptions) -> dict[str, Any]:
+    with marking_dry_run(options.dry_run):
+        return _run(repo, options)
+
+
+def _run(repo: str, options: CreateOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     existing = workspace.read_record(unit_id)
@@ -385,6 +419,9 @@ def run(repo: str, options: CreateOptions) -> dict[str, Any]:
     deadline = Deadline(request.lock_timeout)
     if existing is not None:
         return Builder.resume(workspace, request, deadline)
+    # An advisory admission check before any fetch or lock: a full registry refuses at once.
+    # The decision that counts is taken again under the registry lock (Phase B).
+    admit(workspace.registry.scan(), request)
     base = resolve_base(workspace, request, deadline)
     if git.has_remote(workspace.toplevel) and git.remote_branch_head(
         request.branch, cwd=workspace.toplevel
@@ -418,13 +455,7 @@ def dry_run(workspace: Workspace, request: Request, existing: UnitRecord | None)
         return {"ok": True, "dry_run": True, "status": "resume", "plan": plan}
     base = resolve_base(workspace, request, Deadline(0))
     entries = workspace.registry.scan()
-    admission = capacity.compute(entries, max_active=request.max_active, max_held=request.max_held)
-    if admission["slots"] <= 0:
-        raise StateError(
-            "admission-paused",
-            "admission paused: active or human-review limit reached",
-            detail={**admission, "dry_run": True},
-        )
+    admission = admit(entries, request)
     check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
     if git.has_remote(workspace.toplevel) and git.remote_branch_head(
         request.branch, cwd=workspace.toplevel
@@ -498,16 +529,7 @@ class Builder:
     ) -> Builder:
         """Admission, conflicts and the `creating` record: the caller holds the registry lock."""
         entries = workspace.registry.scan()
-        admission = capacity.compute(
-            entries, max_active=request.max_active, max_held=request.max_held
-        )
-        if admission["slots"] <= 0:
-            raise StateError(
-                "admission-paused",
-                "admission paused: active or human-review limit reached",
-                detail=admission,
-                next_step="wait for a unit to be merged or dismantled",
-            )
+        admission = admit(entries, request)
         check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
         builder = cls(workspace, new_record(workspace, request, base), unit_lock, deadline)
         builder.journal.write("reserve", "started", {"capacity": admission})
@@ -551,13 +573,8 @@ class Builder:
 
     def build(self, *, new: bool, resumed_from: str | None) -> dict[str, Any]:
         record = self.record
-        if not new and self.journal.is_done("manifest") and manifest_state(record) == "differs":
-            raise StateError(
-                "manifest-differs",
-                f"unit {record.unit_id} manifest differs from its recorded task",
-                detail={"task_file": record.task_file},
-                next_step="restore the manifest to the task (plus addenda), then repeat create",
-            )
+        if not new and self.journal.is_done("manifest"):
+            ensure_manifest(record)
         if not self.journal.is_done("reserve"):
             self.journal.write("reserve", "done", {"resumed": True})
         handlers: dict[str, Callable[[dict[str, Any]], None]] = {
@@ -579,6 +596,7 @@ class Builder:
                     record.lifecycle = CREATE_LIFECYCLE_AFTER[step]
                     self.journal.skip(step, "no --setup")
                     continue
+                self._kill_journaled_child(step)
                 with self.journal.step(step) as outcome:
                     handlers[step](outcome)
                     record.lifecycle = CREATE_LIFECYCLE_AFTER[step]
@@ -608,15 +626,7 @@ class Builder:
 
     def _manifest(self, outcome: dict[str, Any]) -> None:
         record = self.record
-        state = manifest_state(record)
-        if state == "differs":
-            raise StateError(
-                "manifest-differs",
-                f"unit {record.unit_id} manifest differs from its recorded task",
-                detail={"task_file": record.task_file},
-            )
-        if state == "missing":
-            write_text_atomic(Path(record.task_file), record.task + "\n")
+        ensure_manifest(record)
         record.resources.task_file = True
         outcome["task_file"] = record.task_file
 
@@ -686,7 +696,6 @@ class Builder:
     def _setup(self, outcome: dict[str, Any]) -> None:
         record = self.record
         assert record.setup is not None
-        self._kill_journaled_child("setup")
         timeout = _seconds_from_env("UNITMGR_SETUP_TIMEOUT", 1800.0)
         progress(f"unit create {record.unit_id}: setup: {record.setup}")
         try:
@@ -873,7 +882,7 @@ class Builder:
                 if state_dir is None and os.path.isdir(record.worktree):
                     state_dir = locate_pair(record.worktree).state_dir
                 if state_dir is not None and (state_dir / "session.json").exists():
-                    pair_api.end(record.worktree)
+                    pair_api.end_state(state_dir)
                 if state_dir is not None:
                     archive = archive_pair_state(self.registry, record.unit_id, state_dir)
                     record.archive = str(archive) if archive else None

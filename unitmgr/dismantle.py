@@ -24,7 +24,7 @@ from typing import Any
 from pair import api as pair_api
 from pair.git import locate as locate_pair
 from registry.atomic import remove_file
-from registry.errors import StateError, ToolError, UsageError
+from registry.errors import StateError, ToolError, UsageError, marking_dry_run
 from registry.locks import Deadline
 from registry.output import progress
 from registry.processes import wait_gone
@@ -53,6 +53,11 @@ def command_label(unit_id: str, forced: bool) -> str:
 
 
 def run(repo: str, options: DismantleOptions) -> dict[str, Any]:
+    with marking_dry_run(options.dry_run):
+        return _run(repo, options)
+
+
+def _run(repo: str, options: DismantleOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     forced = options.force is not None
@@ -295,10 +300,9 @@ class Dismantler:
         if state_dir is None or not (state_dir / "session.json").exists():
             outcome["skipped"] = "no pair session"
             return
-        worktree = self.record.worktree
         if (state_dir / "in-flight.json").exists():
-            outcome["cleared"] = pair_api.clear(worktree).get("status")
-        outcome["ended"] = pair_api.end(worktree).get("ended_dir")
+            outcome["cleared"] = pair_api.clear_state(state_dir).get("status")
+        outcome["ended"] = pair_api.end_state(state_dir).get("ended_dir")
         self.record.resources.pair = False
 
     def _reap(self, outcome: dict[str, Any]) -> None:

@@ -57,7 +57,7 @@ def describe(record: UnitRecord, rows: dict[str, git.WorktreeRow]) -> dict[str, 
 
 
 def _command(workspace: Workspace, *parts: str) -> str:
-    words = ["unit", *parts[:1], "--repo", str(workspace.toplevel), *parts[1:]]
+    words = ["unit", *parts, "--repo", str(workspace.toplevel)]
     return " ".join(shlex.quote(word) for word in words)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 WIDTH = 80
@@ -10,6 +11,13 @@ WIDTH = 80
 def _cut(text: Any, width: int) -> str:
     value = "-" if text is None or text == "" else str(text)
     return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def _note(text: str) -> str:
+    """A `! ...` line wrapped to the table width, continuation lines indented."""
+    return textwrap.fill(
+        text, WIDTH, subsequent_indent="    ", break_long_words=True, break_on_hyphens=False
+    )
 
 
 def _rows(header: list[str], rows: list[list[str]], widths: list[int]) -> str:
@@ -51,7 +59,7 @@ def _worktree(worktree: dict[str, Any]) -> str:
 
 def status_all(document: dict[str, Any]) -> str:
     header = ["UNIT", "LIFECYCLE", "PARTNER", "TURN", "WORKTREE"]
-    widths = [16, 17, 8, 20, 13]
+    widths = [14, 17, 8, 20, 13]
     rows = []
     notes = []
     for unit in document["units"]:
@@ -74,12 +82,12 @@ def status_all(document: dict[str, Any]) -> str:
     for overlap in document.get("overlaps", []):
         a, b = overlap["units"]
         notes.append(f"! overlap {a} / {b}: " + ", ".join(overlap["files"][:3]))
-    return "\n".join([text, *notes]) + "\n"
+    return "\n".join([text, *(_note(note) for note in notes)]) + "\n"
 
 
 def list_units(document: dict[str, Any]) -> str:
     header = ["UNIT", "LIFECYCLE", "BRANCH", "PARTNER", "RECOVERY"]
-    widths = [16, 17, 20, 8, 11]
+    widths = [14, 17, 22, 8, 11]
     rows = []
     notes = []
     for unit in document["units"]:
@@ -97,7 +105,7 @@ def list_units(document: dict[str, Any]) -> str:
         if recovery.get("needed"):
             notes.append(f"! {unit['unit_id']}: {recovery['why']} -> {recovery['command']}")
     text = _rows(header, rows, widths) if rows else "no units"
-    return "\n".join([text, *notes]) + "\n"
+    return "\n".join([text, *(_note(note) for note in notes)]) + "\n"
 
 
 def status_unit(document: dict[str, Any]) -> str:

@@ -6,6 +6,7 @@ It never looks up a binary named `script` (util-linux script(1) would execute th
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -14,6 +15,17 @@ from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, Tu
 from registry.processes import child_environment
 
 NEEDS_MODEL = "the script partner needs --model '<command line>'"
+_WORD = re.compile(r"[^\s;&|()<>]+")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def first_command_word(command_line: str) -> str:
+    """The command a shell line starts with, past leading `NAME=value` assignments."""
+    for match in _WORD.finditer(command_line):
+        word = match.group(0).strip("'\"")
+        if not _ASSIGNMENT.match(word):
+            return word
+    return command_line.strip()
 
 
 class ScriptPartner(Partner):
@@ -36,9 +48,10 @@ class ScriptPartner(Partner):
     def preflight(self, *, model: str | None, worktree: Path) -> None:
         if not model or not model.strip():
             raise UsageError("script-needs-model", NEEDS_MODEL)
-        # `command -v` in the same shell that runs the turn resolves builtins and PATH alike.
+        first_word = first_command_word(model)
+        # `command -v` in the same shell that runs the turn resolves builtins, keywords and PATH.
         completed = subprocess.run(
-            ["sh", "-c", 'set -f; set -- $1; command -v -- "$1"', "sh", model],
+            ["sh", "-c", 'command -v -- "$1"', "sh", first_word],
             cwd=worktree,
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -47,7 +60,6 @@ class ScriptPartner(Partner):
             check=False,
         )
         if completed.returncode != 0:
-            first_word = model.split()[0] if model.split() else model
             raise UsageError(
                 "script-command-not-found",
                 f"the script partner's command {first_word!r} does not resolve in {worktree}",

@@ -1,0 +1,233 @@
+"""Shared fixtures: an isolated environment and real git repositories with a bare origin.
+
+Every test runs with HOME in a temp dir, a fixed git identity, no system git config, no GitHub
+tokens or lead markers from the outside world, and the venv's `bin` first on PATH, so the real
+`unit` and `pair` console scripts are the ones under test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+VENV_BIN = str(Path(sys.executable).parent)
+DROPPED_PREFIXES = ("GH_", "GITHUB_", "UNITMGR_", "GIT_")
+LEAD_MARKERS = (
+    "OPENCODE_CLIENT", "OPENCODE_PID", "OPENCODE_WORKSPACE_ID", "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT", "CODEX_SANDBOX", "CODEX_THREAD_ID", "CODEX_HOME", "CURSOR_AGENT",
+    "CURSOR_AGENT_CHAT_ID", "GROK_SESSION_ID", "GROK_AGENT",
+)  # fmt: skip
+
+
+def _clean_environment(home: Path) -> dict[str, str]:
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(DROPPED_PREFIXES) and key not in LEAD_MARKERS
+    }
+    environment.update(
+        HOME=str(home),
+        PATH=os.pathsep.join([VENV_BIN, environment.get("PATH", "/usr/bin:/bin")]),
+        GIT_AUTHOR_NAME="Unit Test",
+        GIT_AUTHOR_EMAIL="unit@test.invalid",
+        GIT_COMMITTER_NAME="Unit Test",
+        GIT_COMMITTER_EMAIL="unit@test.invalid",
+        GIT_CONFIG_NOSYSTEM="1",
+        LANG="C.UTF-8",
+        TZ="UTC",
+        UNITMGR_SKIP_GH_AUTH_TOKEN="1",
+    )
+    return environment
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
+    )
+    for key in list(os.environ):
+        monkeypatch.delenv(key)
+    for key, value in _clean_environment(home).items():
+        monkeypatch.setenv(key, value)
+    return home
+
+
+def git(cwd: Path, *args: str) -> str:
+    completed = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return completed.stdout.strip()
+
+
+@dataclass
+class Result:
+    code: int
+    document: Any
+    stdout: str
+    stderr: str
+
+    def __getitem__(self, key: str) -> Any:
+        return self.document[key]
+
+
+def run_cli(
+    program: str, *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> Result:
+    completed = subprocess.run(
+        [program, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        document = json.loads(completed.stdout) if completed.stdout.strip() else None
+    except ValueError:
+        document = None
+    return Result(completed.returncode, document, completed.stdout, completed.stderr)
+
+
+class Sandbox:
+    """A repository with a bare origin, and helpers that drive the real CLIs against it."""
+
+    def __init__(self, root: Path, *, with_origin: bool = True) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.repo = root / "repo"
+        self.origin = root / "origin.git" if with_origin else None
+        if with_origin:
+            git(root, "init", "-q", "--bare", "origin.git")
+            git(root, "clone", "-q", str(self.origin), "repo")
+        else:
+            git(root, "init", "-q", "repo")
+        (self.repo / "README.md").write_text("# sandbox\n")
+        git(self.repo, "add", "README.md")
+        git(self.repo, "commit", "-q", "-m", "initial")
+        if with_origin:
+            git(self.repo, "push", "-q", "origin", "HEAD:main")
+            git(self.repo, "fetch", "-q", "origin")
+        self.task = root / "task.md"
+        self.task.write_text("Add a greeting file.\n")
+
+    @property
+    def common_dir(self) -> Path:
+        return self.repo / ".git"
+
+    @property
+    def registry(self) -> Path:
+        return self.common_dir / "orchestrate"
+
+    def unit(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Result:
+        return run_cli(
+            "unit", *args, "--repo", str(self.repo), cwd=self.root, env=env, timeout=timeout
+        )
+
+    def pair(self, *args: str, repo: Path | None = None, timeout: float = 120) -> Result:
+        return run_cli(
+            "pair", *args, "--repo", str(repo or self.repo), cwd=self.root, timeout=timeout
+        )
+
+    def worktree(self, unit_id: str) -> Path:
+        return self.root / "worktrees" / unit_id
+
+    def create_args(self, unit_id: str, **options: str | None) -> list[str]:
+        values: dict[str, str | None] = {
+            "worktree": str(self.worktree(unit_id)),
+            "branch": f"feat/{unit_id}",
+            "base": "main",
+            "scope": "a greeting file",
+            "validation": "test -f GREETING.md",
+            "lead": "human",
+            "partner": "script",
+            "reason": "tests",
+            "task-file": str(self.task),
+            "model": "cat > /dev/null; echo hello > GREETING.md; echo done",
+        }
+        values.update({key.replace("_", "-"): value for key, value in options.items()})
+        args = ["create", "--unit", unit_id]
+        for key, value in values.items():
+            if value is not None:
+                args += [f"--{key}", value]
+        return args
+
+    def create(self, unit_id: str, *extra: str, **options: str | None) -> Result:
+        return self.unit(*self.create_args(unit_id, **options), *extra)
+
+    def record(self, unit_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.registry / "units" / f"{unit_id}.json").read_text())
+        return data
+
+    def wait_turn(self, unit_id: str) -> dict[str, Any]:
+        result = self.pair("wait", "--timeout-min", "1", repo=self.worktree(unit_id))
+        assert result.document is not None, result.stdout + result.stderr
+        receipt: dict[str, Any] = result.document
+        return receipt
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything a refused command must leave untouched."""
+        files = sorted(
+            str(path.relative_to(self.root))
+            for path in self.root.rglob("*")
+            if ".git/objects" not in str(path) and "/logs/" not in str(path)
+        )
+        contents = {}
+        if self.registry.exists():
+            for path in sorted(self.registry.rglob("*")):
+                if path.is_file():
+                    contents[str(path)] = path.read_bytes()
+        refs = git(self.repo, "for-each-ref")
+        worktrees = git(self.repo, "worktree", "list", "--porcelain")
+        remote = git(self.repo, "ls-remote", "origin") if self.origin else ""
+        return {
+            "files": files,
+            "contents": contents,
+            "refs": refs,
+            "worktrees": worktrees,
+            "remote": remote,
+        }
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    box = Sandbox(tmp_path / "box")
+    yield box
+    _stop_leftover_turns(box)
+
+
+@pytest.fixture
+def sandbox_without_origin(tmp_path: Path) -> Iterator[Sandbox]:
+    box = Sandbox(tmp_path / "local", with_origin=False)
+    yield box
+    _stop_leftover_turns(box)
+
+
+def _stop_leftover_turns(box: Sandbox) -> None:
+    """Kill processes a failed test may have left running in the sandbox."""
+    import psutil
+
+    root = os.path.realpath(box.root)
+    for process in psutil.process_iter(["pid", "cwd"]):
+        try:
+            cwd = process.info["cwd"]
+            if cwd and os.path.realpath(cwd).startswith(root) and process.pid != os.getpid():
+                process.kill()
+        except (psutil.Error, OSError):
+            continue
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _check_cli_installed() -> None:
+    for program in ("unit", "pair"):
+        if shutil.which(program, path=VENV_BIN) is None:
+            pytest.exit(f"{program} is not installed in {VENV_BIN}: pip install -e '.[test]'")

@@ -1,0 +1,99 @@
+"""Architecture rules the code must keep (SPEC 1; DEVELOPERS.md "Style")."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("registry", "pair", "unitmgr")
+FORBIDDEN = {
+    "registry": {"pair", "unitmgr"},
+    "pair": {"unitmgr"},
+    "unitmgr": set(),
+}
+
+
+def imported_top_levels(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_import_direction(package: str) -> None:
+    for path in sorted((ROOT / package).rglob("*.py")):
+        bad = imported_top_levels(path) & FORBIDDEN[package]
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_nobody_imports_click(package: str) -> None:
+    for path in sorted((ROOT / package).rglob("*.py")):
+        assert "click" not in imported_top_levels(path), path
+
+
+def test_git_calls_live_in_the_git_modules() -> None:
+    allowed = {ROOT / "unitmgr" / "git.py", ROOT / "pair" / "git.py"}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if path in allowed:
+                continue
+            text = path.read_text()
+            assert '["git",' not in text and "'git'," not in text, f"{path} runs git directly"
+
+
+def test_supervisor_imports_neither_gitpython_nor_pygithub() -> None:
+    code = (
+        "import sys; import pair.supervisor, pair.api;"
+        "assert 'git' not in sys.modules and 'github' not in sys.modules, sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["create", "--help"], ["status", "--all"]])
+def test_start_up_path_stays_light(args: list[str], tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path / "r")], check=True)
+    argv = [*args, "--repo", str(tmp_path / "r")] if args == ["status", "--all"] else args
+    code = (
+        "import sys\n"
+        "from unitmgr.cli import main\n"
+        f"code = main({argv!r})\n"
+        "heavy = sorted(m for m in ('git', 'github', 'pydantic', 'rich') if m in sys.modules)\n"
+        "assert code == 0, code\n"
+        "assert not heavy, heavy\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT
+    )
+    assert completed.returncode == 0, completed.stderr
+
+
+@pytest.mark.parametrize("module", ["unitmgr", "pair"])
+def test_python_dash_m_entry_points(module: str) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", module, "--help"], capture_output=True, text=True
+    )
+    assert completed.returncode == 0 and "Usage" in completed.stdout
+
+
+def test_journal_step_names_are_the_contract() -> None:
+    from unitmgr.steps import CREATE_STEPS, DISMANTLE_STEPS
+
+    assert CREATE_STEPS == (
+        "reserve", "manifest", "worktree", "pr-body-exclude", "setup", "pair-init",
+        "pair-verify", "first-task", "working",
+    )  # fmt: skip
+    assert DISMANTLE_STEPS == (
+        "end-pair", "reap", "archive", "worktree", "local-branch", "remote-branch", "manifest",
+        "record",
+    )  # fmt: skip

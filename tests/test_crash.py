@@ -1,0 +1,152 @@
+"""Crash safety: a `unit create` SIGKILLed right after each journal write resumes when repeated.
+
+The test hook (SPEC 8) kills the process after the named journal entry is written; the exact
+recovery command `unit list` prints is then run, and the unit must reach `working` with exactly
+one first-task turn, then dismantle without leaving anything behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import Sandbox, git, run_cli
+from unitmgr.steps import CREATE_STEPS
+
+
+def crash_environment(point: str) -> dict[str, str]:
+    return dict(os.environ, UNITMGR_TEST_HOOKS="1", UNITMGR_TEST_CRASH_AFTER=point)
+
+
+def assert_nothing_left(sandbox: Sandbox, unit_id: str) -> None:
+    worktree = sandbox.worktree(unit_id)
+    assert not worktree.exists()
+    assert git(sandbox.repo, "branch", "--list", f"feat/{unit_id}") == ""
+    assert str(worktree) not in git(sandbox.repo, "worktree", "list")
+    assert not list(sandbox.registry.rglob(".*.tmp"))
+    assert not (sandbox.registry / "units" / f"{unit_id}.json").exists()
+    for lock in (sandbox.registry / "locks").glob("*.lock"):
+        assert lock.read_text() == "", f"{lock} still names a holder"
+    for process in psutil.process_iter(["cwd"]):
+        assert not (process.info["cwd"] or "").startswith(str(worktree))
+
+
+@pytest.mark.parametrize("status", ["started", "done"])
+@pytest.mark.parametrize("step", CREATE_STEPS)
+def test_create_killed_after_each_journal_write_resumes(
+    sandbox: Sandbox, step: str, status: str
+) -> None:
+    args = sandbox.create_args("u1", setup="echo ran >> ../setup-runs.log")
+    crashed = sandbox.unit(*args, env=crash_environment(f"create:{step}:{status}"))
+    assert crashed.code == -signal.SIGKILL, crashed.stdout + crashed.stderr
+
+    listed = sandbox.unit("list")
+    assert listed.code == 0
+    (unit,) = listed["units"]
+    recovery = unit["recovery"]
+    assert recovery["needed"] is True, unit
+    assert recovery["command"].startswith("unit create --unit u1 ")
+    assert "--task-file" not in recovery["command"]
+
+    resumed = run_cli(*shlex.split(recovery["command"]), cwd=sandbox.root)
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    assert resumed["status"] == "resumed"
+    assert resumed["unit"]["lifecycle"] == "working"
+    assert resumed["unit"]["journal"] == []
+    assert resumed["unit"]["pair"]["latest_seq"] == 1
+
+    receipt = sandbox.wait_turn("u1")
+    assert receipt["status"] == "replied" and receipt["seq"] == 1
+    assert sandbox.pair("status", repo=sandbox.worktree("u1"))["seq"] == 1  # never a second task
+    assert sandbox.unit("list")["units"][0]["recovery"]["needed"] is False
+
+    gone = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
+    assert gone.code == 0, gone.stdout
+    assert_nothing_left(sandbox, "u1")
+
+
+def test_resume_kills_the_journaled_setup_child_first(sandbox: Sandbox) -> None:
+    marker = sandbox.root / "second-run"
+    pid_file = sandbox.root / "setup.pid"
+    setup = f"echo $$ >> {pid_file}; test -f {marker} || sleep 120"
+    args = sandbox.create_args("u1", setup=setup)
+    process = psutil.Popen(
+        ["unit", *args, "--repo", str(sandbox.repo)],
+        cwd=sandbox.root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    record = sandbox.registry / "units" / "u1.json"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if record.exists() and '"child"' in record.read_text() and pid_file.exists():
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail("setup never started")
+    first_setup = int(pid_file.read_text().split()[0])
+    process.kill()  # the lead dies; its setup hook, in its own process group, lives on
+    process.wait()
+    assert psutil.pid_exists(first_setup)
+    marker.write_text("go")
+    resumed = sandbox.unit(*args)
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    assert resumed["resumed_from"] == "setting-up"
+    assert not psutil.pid_exists(first_setup) or psutil.Process(first_setup).status() == "zombie"
+    assert "stopping the earlier setup" in resumed.stderr
+
+
+def test_a_resume_with_a_different_field_is_refused_by_name(sandbox: Sandbox) -> None:
+    args = sandbox.create_args("u1")
+    assert sandbox.unit(*args, env=crash_environment("create:setup:done")).code == -9
+    before = sandbox.record("u1")
+    differing = sandbox.create("u1", scope="something else")
+    assert differing.code == 1 and differing["code"] == "cannot-resume"
+    assert differing["reason"] == "unit u1 cannot resume: scope differs"
+    assert differing["detail"]["recorded"] == "a greeting file"
+    other_task = sandbox.root / "other-task.md"
+    other_task.write_text("Something else entirely\n")
+    task = sandbox.create("u1", task_file=str(other_task))
+    assert task.code == 1 and task["reason"] == "unit u1 cannot resume: task differs"
+    assert sandbox.record("u1") == before  # a refused resume writes nothing
+    resumed = sandbox.unit(*args)
+    assert resumed.code == 0 and resumed["resumed_from"] == "initializing-pair"
+
+
+def test_a_resume_keeps_a_manifest_with_addenda_and_refuses_an_edited_one(sandbox: Sandbox) -> None:
+    args = sandbox.create_args("u1")
+    assert sandbox.unit(*args, env=crash_environment("create:pair-init:started")).code == -9
+    manifest = sandbox.registry / "tasks" / "u1.md"
+    manifest.write_text(
+        manifest.read_text() + "\n## Addendum — 2026-01-01T00:00:00Z\nAlso greet in French.\n"
+    )
+    kept = manifest.read_bytes()
+    resumed = sandbox.unit(*args)
+    assert resumed.code == 0, resumed.stdout
+    assert manifest.read_bytes() == kept
+    prompt = Path(sandbox.wait_turn("u1")["prompt_file"]).read_text()
+    assert prompt.endswith(
+        "\n\nAdd a greeting file.\n\n## Addendum — 2026-01-01T00:00:00Z\nAlso greet in French.\n"
+    )
+
+    args2 = sandbox.create_args("u2", max_active="3", max_held="3")
+    assert sandbox.unit(*args2, env=crash_environment("create:setup:done")).code == -9
+    (sandbox.registry / "tasks" / "u2.md").write_text("edited by hand\n")
+    refused = sandbox.unit(*args2)
+    assert refused.code == 1 and refused["code"] == "manifest-differs"
+
+
+def test_a_missing_manifest_is_rewritten_from_the_task(sandbox: Sandbox) -> None:
+    args = sandbox.create_args("u1")
+    assert sandbox.unit(*args, env=crash_environment("create:worktree:done")).code == -9
+    (sandbox.registry / "tasks" / "u1.md").unlink()
+    resumed = sandbox.unit(*args)
+    assert resumed.code == 0, resumed.stdout
+    assert (sandbox.registry / "tasks" / "u1.md").read_text() == "Add a greeting file.\n"

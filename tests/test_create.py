@@ -1,0 +1,255 @@
+"""`unit create`, `status`, `list` and forced `dismantle` through the real CLI on real repos."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import psutil
+
+from tests.conftest import Sandbox, git
+
+PUSHING_MODEL = (
+    "cat > /dev/null; echo hello > GREETING.md; git add GREETING.md; "
+    "git commit -qm greeting; git push -q origin HEAD; echo pushed"
+)
+
+
+def test_create_reaches_working_and_dismantle_leaves_nothing(sandbox: Sandbox) -> None:
+    result = sandbox.create("u1", model=PUSHING_MODEL)
+    assert result.code == 0, result.stdout + result.stderr
+    assert result["status"] == "created"
+    unit = result["unit"]
+    worktree = sandbox.worktree("u1")
+    assert unit["lifecycle"] == "working"
+    assert unit["worktree"] == os.path.realpath(worktree)
+    assert unit["pair"]["latest_seq"] == 1
+    assert unit["base_ref"] == "refs/remotes/origin/main"
+    assert unit["base_sha"] == git(sandbox.repo, "rev-parse", "origin/main")
+    assert unit["journal"] == []
+    assert unit["observed"]["worktree"]["branch"] == "feat/u1"
+    assert (sandbox.registry / "tasks" / "u1.md").read_text() == "Add a greeting file.\n"
+    # progress of long steps goes to stderr, the document alone to stdout
+    assert "git worktree add" in result.stderr
+
+    receipt = sandbox.wait_turn("u1")
+    assert receipt["status"] == "replied" and receipt["reply"] == "pushed"
+    assert receipt["seq"] == 1 and receipt["kind"] == "task"
+    prompt = Path(receipt["prompt_file"]).read_text()
+    assert prompt.startswith("[agent human -> script kind=task sid=script-")
+    assert prompt.endswith("\n\nAdd a greeting file.\n")  # the manifest is the first task's body
+    assert git(sandbox.repo, "ls-remote", "origin", "refs/heads/feat/u1")
+
+    everything = sandbox.unit("status", "--all")
+    assert everything.code == 0
+    (summary,) = everything["units"]
+    assert summary["lifecycle"] == "working"
+    assert summary["pair"]["latest_receipt"]["status"] == "replied"
+    assert summary["pair"]["turn"]["seq"] == 1
+    assert summary["pair"]["turn"]["bytes"] > 0
+    assert summary["worktree"]["ahead_of_base"] == 1
+    assert "task" not in summary and "observed" not in summary
+
+    gone = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
+    assert gone.code == 0, gone.stdout
+    assert gone["status"] == "dismantled" and gone["forced"] is True
+    assert gone["abandoned"]["ahead_of_base"] == 1
+    assert [step["step"] for step in gone["done"]] == [
+        "end-pair", "reap", "archive", "worktree", "local-branch", "remote-branch", "manifest",
+    ]  # fmt: skip
+    assert Path(gone["archive"], "transcripts").exists() or any(
+        Path(gone["archive"]).rglob("*-receipt.json")
+    )
+    assert not worktree.exists()
+    assert git(sandbox.repo, "branch", "--list", "feat/u1") == ""
+    assert git(sandbox.repo, "ls-remote", "origin", "refs/heads/feat/u1") == ""
+    assert not (sandbox.registry / "units" / "u1.json").exists()
+    assert not (sandbox.registry / "tasks" / "u1.md").exists()
+    assert str(worktree) not in git(sandbox.repo, "worktree", "list")
+    for process in psutil.process_iter(["cwd"]):
+        assert not (process.info["cwd"] or "").startswith(str(worktree))
+    assert sandbox.unit("list")["units"] == []
+
+
+def test_status_unit_reconciles_the_pair_head(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1").code == 0
+    sandbox.wait_turn("u1")
+    status = sandbox.unit("status", "--unit", "u1")
+    assert status.code == 0
+    unit = status["unit"]
+    assert unit["observed"]["latest_receipt"]["status"] == "replied"
+    assert unit["pair"]["latest_receipt_file"].endswith("0001-task-receipt.json")
+    assert (
+        sandbox.record("u1")["pair"]["latest_receipt_file"] == unit["pair"]["latest_receipt_file"]
+    )
+    table = sandbox.unit("status", "--all", "--format", "table")
+    assert table.code == 0 and "u1" in table.stdout and "replied" in table.stdout
+    assert max(len(line) for line in table.stdout.splitlines()) <= 80
+
+
+def test_status_all_writes_nothing(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1").code == 0
+    sandbox.wait_turn("u1")
+    (sandbox.worktree("u1") / "new-file.txt").write_text("dirty\n")
+    before = sandbox.snapshot()
+    index = sandbox.repo / ".git" / "worktrees" / "u1" / "index"
+    index_mtime = index.stat().st_mtime_ns
+    result = sandbox.unit("status", "--all")
+    assert result.code == 0
+    assert result["units"][0]["worktree"]["dirty_files"] == 2  # GREETING.md and new-file.txt
+    assert sandbox.snapshot() == before
+    assert index.stat().st_mtime_ns == index_mtime
+
+
+def test_create_without_origin_falls_back_to_the_local_base(
+    sandbox_without_origin: Sandbox,
+) -> None:
+    box = sandbox_without_origin
+    result = box.create("u1")
+    assert result.code == 0, result.stdout
+    assert result["unit"]["base_ref"] == "refs/heads/main"
+    box.wait_turn("u1")
+    gone = box.unit("dismantle", "--unit", "u1", "--force", "u1")
+    remote = next(step for step in gone["done"] if step["step"] == "remote-branch")
+    assert remote["status"] == "skipped" and remote["detail"]["skipped"] == "no origin"
+
+
+def test_missing_base_is_refused(sandbox: Sandbox) -> None:
+    before = sandbox.snapshot()
+    result = sandbox.create("u1", base="no-such-base")
+    assert result.code == 1 and result["code"] == "base-missing"
+    assert "no-such-base does not exist at origin or locally" in result["reason"]
+    after = sandbox.snapshot()
+    # Only the fetch lock (created once, never deleted) may appear: no record, no manifest.
+    assert {k: v for k, v in after["contents"].items() if "/locks/" not in k} == before["contents"]
+    assert after["refs"] == before["refs"] and after["worktrees"] == before["worktrees"]
+
+
+def test_pr_body_is_excluded_once(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1").code == 0
+    assert sandbox.create("u2", max_active="3", max_held="3").code == 0
+    exclude = (sandbox.repo / ".git" / "info" / "exclude").read_text().splitlines()
+    assert exclude.count("/PR_BODY.md") == 1
+
+
+def test_failing_setup_rolls_back_completely(sandbox: Sandbox) -> None:
+    before = sandbox.snapshot()
+    result = sandbox.create("u1", setup="echo preparing; exit 3")
+    assert result.code == 1, result.stdout
+    assert result["code"] == "setup-failed" and result["reason"].startswith("setup exited 3")
+    assert "preparing" in result.stderr  # the hook's output is streamed to stderr
+    rollback = {entry["resource"]: entry["ok"] for entry in result["detail"]["rollback"]}
+    assert rollback == {"worktree": True, "local-branch": True, "task-file": True}
+    assert result["detail"]["recovery_record"] is None
+    after = sandbox.snapshot()
+    assert after["refs"] == before["refs"] and after["worktrees"] == before["worktrees"]
+    assert not sandbox.worktree("u1").exists()
+    assert not (sandbox.registry / "units" / "u1.json").exists()
+    assert not (sandbox.registry / "tasks" / "u1.md").exists()
+    events = (sandbox.registry / "events.jsonl").read_text()
+    assert '"step": "setup", "status": "failed"' in events
+
+
+def test_failing_pair_init_rolls_back_and_names_the_archive(sandbox: Sandbox) -> None:
+    result = sandbox.create("u1", model="./tools/not-here")
+    assert result.code == 1, result.stdout
+    assert result["detail"]["step"] == "pair-init"
+    assert result["code"] == "script-command-not-found"
+    assert not sandbox.worktree("u1").exists()
+    assert git(sandbox.repo, "branch", "--list", "feat/u1") == ""
+    assert not (sandbox.registry / "units" / "u1.json").exists()
+    assert sandbox.unit("list")["units"] == []
+
+
+def test_setup_timeout_kills_the_hook(sandbox: Sandbox) -> None:
+    pid_file = sandbox.root / "setup.pid"
+    environment = dict(os.environ, UNITMGR_SETUP_TIMEOUT="1")
+    started = time.monotonic()
+    result = sandbox.unit(
+        *sandbox.create_args("u1", setup=f"echo $$ > {pid_file}; sleep 60"), env=environment
+    )
+    assert result.code == 1 and result["code"] == "timeout"
+    assert result["reason"] == "setup timed out after 1s"
+    assert time.monotonic() - started < 20
+    pid = int(pid_file.read_text())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_conflicts_with_recorded_units_and_existing_refs(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1", issue="7").code == 0
+    same_branch = sandbox.create("u2", branch="feat/u1", max_active="5", max_held="5")
+    assert same_branch.code == 1 and same_branch["code"] == "conflict"
+    assert "same branch" in same_branch["reason"]
+    same_issue = sandbox.create("u2", issue="7", max_active="5", max_held="5")
+    assert same_issue.code == 1 and "same issue #7" in same_issue["reason"]
+    git(sandbox.repo, "branch", "taken")
+    taken = sandbox.create("u2", branch="taken", max_active="5", max_held="5")
+    assert taken.code == 1 and taken["code"] == "branch-exists"
+    occupied = sandbox.root / "occupied"
+    occupied.mkdir()
+    exists = sandbox.create("u2", worktree=str(occupied), max_active="5", max_held="5")
+    assert exists.code == 1 and exists["code"] == "worktree-exists"
+    repeat = sandbox.create("u1")
+    assert repeat.code == 1 and repeat["code"] == "unit-exists"
+    assert "already exists in phase working" in repeat["reason"]
+
+
+def test_overlapping_write_scopes_are_refused_unless_allowed(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1", paths="src/api/**").code == 0
+    refused = sandbox.create("u2", paths="src/**", max_active="5", max_held="5")
+    assert refused.code == 1 and "overlapping --paths" in refused["reason"]
+    allowed = sandbox.create("u2", "--allow-overlap", paths="src/**", max_active="5", max_held="5")
+    assert allowed.code == 0, allowed.stdout
+    disjoint = sandbox.create("u3", paths="docs/**", max_active="5", max_held="5")
+    assert disjoint.code == 0
+
+
+def test_admission_counts_recorded_units(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1", max_active="1").code == 0
+    refused = sandbox.create("u2", max_active="1")
+    assert refused.code == 1 and refused["code"] == "admission-paused"
+    capacity = refused["detail"]
+    assert capacity["active"] == 1 and capacity["slots"] == 0
+    assert capacity["pr_state"] == "not-configured"
+    assert [unit["unit_id"] for unit in capacity["units"]] == ["u1"]
+    # max_held counts against the active units too (SPEC 3.2)
+    held_bound = sandbox.create("u2", max_active="5", max_held="1")
+    assert held_bound.code == 1 and held_bound["detail"]["slots"] == 0
+
+
+def test_dry_run_plans_and_writes_nothing(sandbox: Sandbox) -> None:
+    before = sandbox.snapshot()
+    result = sandbox.create("u1", "--dry-run", setup="true")
+    assert result.code == 0, result.stdout
+    assert result["dry_run"] is True
+    assert [step["step"] for step in result["plan"]] == [
+        "reserve", "manifest", "worktree", "pr-body-exclude", "setup", "pair-init",
+        "pair-verify", "first-task", "working",
+    ]  # fmt: skip
+    assert {step["action"] for step in result["plan"]} == {"run"}
+    assert result["plan"][2]["detail"]["base_sha"] == git(sandbox.repo, "rev-parse", "origin/main")
+    assert sandbox.snapshot() == before
+    refused = sandbox.create("u1", "--dry-run", base="nope")
+    assert refused.code == 1 and refused["code"] == "base-missing"
+
+
+def test_list_names_the_recovery_for_a_missing_worktree(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1").code == 0
+    sandbox.wait_turn("u1")
+    import shutil
+
+    shutil.rmtree(sandbox.worktree("u1"))
+    listed = sandbox.unit("list")
+    assert listed.code == 0
+    (unit,) = listed["units"]
+    assert unit["recovery"]["needed"] is True
+    assert unit["recovery"]["why"] == "worktree missing"
+    assert (
+        unit["recovery"]["command"] == f"unit dismantle --unit u1 --force u1 --repo {sandbox.repo}"
+    )
+    assert unit["observed"]["worktree"]["prunable"] is not None
+    assert sandbox.worktree("u1").exists() is False  # never re-created automatically
+    gone = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
+    assert gone.code == 0, gone.stdout
+    assert git(sandbox.repo, "worktree", "list", "--porcelain").count("worktree ") == 1

@@ -1,0 +1,156 @@
+"""`python -m unitmgr.demo`: one unit's whole life on this machine, printed as it goes.
+
+It makes a throwaway repository with a local bare origin and its own git identity, creates one
+unit with the built-in `script` partner (whose executor commits a file and pushes its branch),
+shows `unit status --all`, waits for the executor's receipt, and force-dismantles the unit. No
+network, no AI CLI. Everything runs through the real `unit` and `pair` commands, with HOME in a
+temp dir and no GitHub tokens or lead markers in their environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+EXECUTOR_SCRIPT = """\
+# The demo's executor: reads its prompt on stdin, does the task, replies on stdout.
+cat > /dev/null
+printf 'Hello from a unit.\\n' > HELLO.md
+git add HELLO.md
+git commit -q -m 'Add HELLO.md'
+git push -q -u origin HEAD
+echo 'Committed and pushed HELLO.md'
+"""
+LEAD_MARKERS = (
+    "OPENCODE_CLIENT", "OPENCODE_PID", "OPENCODE_WORKSPACE_ID", "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT", "CODEX_SANDBOX", "CODEX_THREAD_ID", "CURSOR_AGENT",
+    "CURSOR_AGENT_CHAT_ID", "GROK_SESSION_ID", "GROK_AGENT",
+)  # fmt: skip
+
+
+def _environment(home: Path) -> dict[str, str]:
+    bin_dir = str(Path(sys.executable).parent)
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GH_", "GITHUB_", "GIT_")) and key not in LEAD_MARKERS
+    }
+    environment.update(
+        HOME=str(home),
+        PATH=os.pathsep.join([bin_dir, environment.get("PATH", "/usr/bin:/bin")]),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_AUTHOR_NAME="unitmgr demo",
+        GIT_AUTHOR_EMAIL="demo@unitmgr.invalid",
+        GIT_COMMITTER_NAME="unitmgr demo",
+        GIT_COMMITTER_EMAIL="demo@unitmgr.invalid",
+    )
+    return environment
+
+
+class Demo:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.environment = _environment(root / "home")
+        (root / "home").mkdir()
+
+    def say(self, text: str) -> None:
+        print(f"\n== {text}", flush=True)
+
+    def run(self, *argv: str, cwd: Path | None = None, show: bool = True) -> str:
+        if show:
+            print("$ " + " ".join(shlex.quote(part) for part in argv), flush=True)
+        completed = subprocess.run(
+            list(argv),
+            cwd=cwd or self.root,
+            env=self.environment,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        if completed.stderr.strip() and show:
+            for line in completed.stderr.strip().splitlines():
+                print(f"  (stderr) {line}")
+        if completed.returncode != 0:
+            print(completed.stdout)
+            raise SystemExit(f"demo step failed ({completed.returncode}): {' '.join(argv)}")
+        return completed.stdout
+
+    def json(self, *argv: str) -> Any:
+        return json.loads(self.run(*argv))
+
+
+def _show(document: dict[str, Any], keys: list[str]) -> None:
+    for key in keys:
+        value: Any = document
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        print(f"  {key}: {json.dumps(value)}")
+
+
+def main() -> int:
+    keep = "--keep" in sys.argv[1:]
+    root = Path(tempfile.mkdtemp(prefix="unitmgr-demo-"))
+    demo = Demo(root)
+    repo, worktree = root / "repo", root / "hello-unit"
+    try:
+        demo.say("a throwaway repository with a local bare origin")
+        demo.run("git", "init", "-q", "--bare", "-b", "main", str(root / "origin.git"))
+        demo.run("git", "init", "-q", "-b", "main", str(repo))
+        (repo / "README.md").write_text("# demo\n")
+        demo.run("git", "-C", str(repo), "add", "README.md", show=False)
+        demo.run("git", "-C", str(repo), "commit", "-q", "-m", "initial", show=False)
+        demo.run("git", "-C", str(repo), "remote", "add", "origin", str(root / "origin.git"))
+        demo.run("git", "-C", str(repo), "push", "-q", "origin", "main")
+        task = root / "task.md"
+        task.write_text("Add a HELLO.md file greeting the reader, commit it and push the branch.\n")
+        executor = root / "executor.sh"
+        executor.write_text(EXECUTOR_SCRIPT)
+
+        demo.say("create one unit; its executor is the built-in `script` partner")
+        created = demo.json(
+            "unit", "create", "--repo", str(repo), "--unit", "hello",
+            "--worktree", str(worktree), "--branch", "demo/hello", "--base", "main",
+            "--scope", "HELLO.md only", "--validation", "test -f HELLO.md",
+            "--lead", "human", "--partner", "script", "--reason", "demo",
+            "--task-file", str(task), "--model", f"sh {executor}",
+        )  # fmt: skip
+        _show(
+            created,
+            ["status", "unit.lifecycle", "unit.branch", "unit.base_ref", "unit.pair.latest_seq"],
+        )
+
+        demo.say("every unit at a glance (lock-free, offline)")
+        print(demo.run("unit", "status", "--all", "--repo", str(repo), "--format", "table"))
+
+        demo.say("the executor's receipt for its first turn")
+        receipt = demo.json("pair", "wait", "--repo", str(worktree), "--timeout-min", "2")
+        _show(receipt, ["seq", "kind", "status", "reply", "seconds", "receipt_file"])
+        print(demo.run("git", "-C", str(worktree), "log", "--oneline", "-2"), end="")
+
+        demo.say("dismantle: the work was never merged, so it is abandoned with --force")
+        gone = demo.json(
+            "unit", "dismantle", "--repo", str(repo), "--unit", "hello", "--force", "hello"
+        )
+        _show(gone, ["status", "abandoned.head", "abandoned.recover_with", "archive"])
+        print("  steps: " + ", ".join(f"{s['step']} ({s['status']})" for s in gone["done"]))
+        remaining = demo.run("unit", "list", "--repo", str(repo), show=False)
+        print(f"  units left: {len(json.loads(remaining)['units'])}")
+        print("\nDone: the unit lived its whole life and left nothing behind.")
+        return 0
+    finally:
+        if keep:
+            print(f"(kept {root})")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
