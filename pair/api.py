@@ -20,7 +20,7 @@ from typing import Any
 from pair.environment import detect_lead
 from pair.errors import StateError, UsageError
 from pair.git import locate
-from pair.partners import LEADS, PARTNERS, adapter_for
+from pair.partners import LEADS, PARTNERS
 from pair.state import (
     TURN_KINDS,
     Marker,
@@ -129,6 +129,8 @@ def init(
     effort: str | None = None,
     role: str = "peer",
 ) -> dict[str, Any]:
+    from pair.partners import adapter_for
+
     if partner not in PARTNERS:
         adapter_for(partner)  # raises the unknown-partner refusal
     if role not in ROLES:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 import time
 from pathlib import Path
 
@@ -59,7 +58,7 @@ def fsync_directory(path: Path) -> None:
 
 def write_bytes_atomic(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
     ensure_private_dir(path.parent)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         view = memoryview(data)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -237,8 +239,6 @@ def test_dry_run_plans_and_writes_nothing(sandbox: Sandbox) -> None:
 def test_list_names_the_recovery_for_a_missing_worktree(sandbox: Sandbox) -> None:
     assert sandbox.create("u1").code == 0
     sandbox.wait_turn("u1")
-    import shutil
-
     shutil.rmtree(sandbox.worktree("u1"))
     listed = sandbox.unit("list")
     assert listed.code == 0
@@ -253,3 +253,48 @@ def test_list_names_the_recovery_for_a_missing_worktree(sandbox: Sandbox) -> Non
     gone = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
     assert gone.code == 0, gone.stdout
     assert git(sandbox.repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_a_failed_dismantle_resumes_where_it_stopped(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1", model=PUSHING_MODEL).code == 0
+    sandbox.wait_turn("u1")
+    assert sandbox.origin is not None
+    hidden = sandbox.origin.with_name("origin-away.git")
+    sandbox.origin.rename(hidden)  # origin unreachable: the remote-branch step must fail
+    failed = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
+    assert failed.code == 1, failed.stdout
+    assert failed["detail"]["step"] == "remote-branch"
+    assert sandbox.record("u1")["lifecycle"] == "dismantle-failed"
+    (unit,) = sandbox.unit("list")["units"]
+    assert unit["recovery"]["why"] == "lifecycle dismantle-failed"
+    expected = f"unit dismantle --unit u1 --force u1 --repo {sandbox.repo}"
+    assert unit["recovery"]["command"] == expected
+    hidden.rename(sandbox.origin)
+    resumed = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
+    assert resumed.code == 0, resumed.stdout
+    steps = [(entry["step"], entry["status"]) for entry in resumed["done"]]
+    assert steps.count(("worktree", "done")) == 1  # finished steps are not run again
+    assert ("remote-branch", "done") in steps
+    assert git(sandbox.repo, "ls-remote", "origin", "refs/heads/feat/u1") == ""
+
+
+def test_status_write_back_is_skipped_while_the_unit_is_busy(sandbox: Sandbox) -> None:
+    from registry.locks import Deadline, FileLock
+
+    assert sandbox.create("u1").code == 0
+    sandbox.wait_turn("u1")
+    record_file = sandbox.registry / "units" / "u1.json"
+    record = json.loads(record_file.read_text())
+    record["pair"]["latest_receipt_file"] = None
+    record_file.write_text(json.dumps(record))
+    holder = FileLock(sandbox.registry / "locks" / "u1.lock", subject="unit u1", command="test")
+    holder.acquire(Deadline(0))
+    try:
+        busy = sandbox.unit("status", "--unit", "u1")
+        assert busy.code == 0 and busy["write_back"] == "skipped: busy"
+        assert sandbox.record("u1")["pair"]["latest_receipt_file"] is None
+    finally:
+        holder.release()
+    written = sandbox.unit("status", "--unit", "u1")
+    assert written["write_back"] == "written"
+    assert sandbox.record("u1")["pair"]["latest_receipt_file"].endswith("0001-task-receipt.json")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -265,9 +264,15 @@ def status_all(workspace: Workspace) -> dict[str, Any]:
     def worktree_of(record: UnitRecord) -> tuple[dict[str, Any], list[str] | None]:
         return _worktree_summary(record, rows.get(realpath(record.worktree)))
 
-    with ThreadPoolExecutor(max_workers=max(1, min(8, len(records)))) as pool:
-        summaries = pool.map(worktree_of, records)
-        worktrees = dict(zip((record.unit_id for record in records), summaries, strict=True))
+    if len(records) > 1:
+        # Git calls release the GIL: a few threads overlap them (imported only when useful).
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(8, len(records))) as pool:
+            summaries = list(pool.map(worktree_of, records))
+    else:
+        summaries = [worktree_of(record) for record in records]
+    worktrees = dict(zip((record.unit_id for record in records), summaries, strict=True))
 
     units: list[dict[str, Any]] = []
     changed_files: dict[str, list[str]] = {}

@@ -8,9 +8,12 @@ the in-flight lock, budgets, kills, transcripts, receipts — is the supervisor'
 from __future__ import annotations
 
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from pair.errors import UsageError
-from pair.partners.base import Partner
+
+if TYPE_CHECKING:  # the adapter modules load only when a partner is actually used
+    from pair.partners.base import Partner
 
 PARTNERS = ("claude", "codex", "cursor", "opencode", "grok", "script")
 LEADS = ("claude", "codex", "cursor", "opencode", "grok", "human")
@@ -33,4 +36,4 @@ def adapter_for(name: str) -> Partner:
     return adapter
 
 
-__all__ = ["LEADS", "PARTNERS", "Partner", "adapter_for"]
+__all__ = ["LEADS", "PARTNERS", "adapter_for"]
