@@ -14,10 +14,11 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pair.environment import detect_lead
+from pair.environment import detect_lead, partner_environment
 from pair.errors import StateError, UsageError
 from pair.git import locate
 from pair.partners import LEADS, PARTNERS
@@ -107,6 +108,8 @@ def session_view(paths: PairPaths, session: Session) -> dict[str, Any]:
         "model_resolved": session.model_resolved,
         "model_source": session.model_source,
         "resolved_at": session.resolved_at,
+        "partner_bin": session.partner_bin,
+        "partner_bin_version": session.partner_bin_version,
         "seq": session.seq,
         "created_at": session.created_at,
         "worktree": session.worktree,
@@ -128,7 +131,19 @@ def init(
     model: str | None = None,
     effort: str | None = None,
     role: str = "peer",
+    idle_min: float | str | None = None,
+    total_min: float | str | None = None,
+    on_partner_start: Callable[[ProcessIdentity], None] | None = None,
 ) -> dict[str, Any]:
+    """Create the worktree's pair session, or resume the one already there.
+
+    A streaming partner runs a read-only bootstrap turn to obtain a resumable session id, holding
+    the in-flight marker meanwhile; `on_partner_start` receives the bootstrap's process identity
+    before anything waits on it (unit journals it).
+    """
+    from pair.bootstrap import BOOTSTRAP_IDLE_MINUTES, BOOTSTRAP_TOTAL_MINUTES, run_bootstrap
+    from pair.identity import identity_home, refuse_same_cli
+    from pair.models import resolve
     from pair.partners import adapter_for
 
     if partner not in PARTNERS:
@@ -137,6 +152,8 @@ def init(
         raise UsageError("unknown-role", f"unknown role {role!r} — use peer or executor")
     lead_name = resolve_lead(lead)
     requested_identity = identity or "default"
+    idle = parse_minutes(idle_min, "--idle-min") or BOOTSTRAP_IDLE_MINUTES
+    total = parse_minutes(total_min, "--total-min") or BOOTSTRAP_TOTAL_MINUTES
     root, paths = _paths(repo)
     existing = load_session(paths)
     if existing is not None:
@@ -154,12 +171,58 @@ def init(
             )
         return {"ok": True, "status": "resumed", **session_view(paths, existing)}
     adapter = adapter_for(partner)
-    if lead_name == partner:
-        raise UsageError(
-            "lead-is-partner",
-            f"refusing to pair {lead_name} with itself — the partner must be a different CLI",
-        )
     adapter.validate_staffing(model=model, effort=effort, identity=requested_identity)
+    home = identity_home(partner, requested_identity)
+    refuse_same_cli(lead=lead_name, partner=partner, partner_home=home)
+    _refuse_existing_marker(paths, root)
+    adapter.preflight(model=model, worktree=root)
+    binary = adapter.binary()
+    version = _verify_codex(binary) if partner == "codex" else None
+    resolution = resolve(
+        partner=partner,
+        model=model,
+        effort=effort,
+        binary=binary,
+        identity_home=home,
+        environment=partner_environment(codex_home=home),
+    )
+    session = Session(
+        partner=partner,
+        sid=f"script-{uuid.uuid4()}" if partner == "script" else "",
+        seq=0,
+        lead=lead_name,
+        role=role,
+        model=model,
+        effort=effort,
+        identity=requested_identity,
+        identity_home=home,
+        model_resolved=resolution.model_resolved,
+        model_source=resolution.model_source,
+        resolved_at=resolution.resolved_at,
+        partner_bin=binary if partner != "script" else None,
+        partner_bin_version=version,
+        worktree=str(root),
+        state_dir=str(paths.state_dir),
+        transcripts=str(paths.transcripts_dir),
+        created_at=iso_z(),
+    )
+    ensure_private_dir(paths.transcripts_dir)
+    document: dict[str, Any] = {}
+    if adapter.bootstrap:
+        session, document = run_bootstrap(
+            adapter,
+            session,
+            resolution,
+            paths,
+            on_partner_start=on_partner_start,
+            idle_minutes=idle,
+            total_minutes=total,
+        )
+    save_session(paths, session)
+    return {"ok": True, "status": "created", **session_view(paths, session), **document}
+
+
+def _refuse_existing_marker(paths: PairPaths, root: Path) -> None:
     try:
         marker = read_marker(paths)
     except MarkerUnreadable:
@@ -168,33 +231,82 @@ def init(
             f"the in-flight marker {paths.marker_file} cannot be read — inspect it, then run "
             "pair clear",
         ) from None
-    if marker is not None:
+    if marker is None:
+        return
+    if marker.live_pid() is not None:
         raise StateError(
             "bootstrap-in-flight",
-            f"a bootstrap is in flight in {paths.state_dir} — wait for it, or run pair clear "
-            "once its process is gone",
+            f"a bootstrap is in flight in {paths.state_dir} — wait for it to finish",
         )
-    adapter.preflight(model=model, worktree=root)
-    if adapter.bootstrap:  # pragma: no cover (streaming partners arrive with issue 3)
-        raise UsageError("partner-not-available", f"the {partner} partner cannot bootstrap yet")
-    session = Session(
+    raise StateError(
+        "turn-lost",
+        f"a bootstrap was left in flight since {marker.started_at} and none of its processes are "
+        f"alive — clear it with: pair clear --repo {root}",
+    )
+
+
+def _verify_codex(binary: str) -> str:
+    """The Codex binary must answer `--version` (its output is recorded)."""
+    failure = None
+    try:
+        completed = subprocess.run(
+            [binary, "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        version = completed.stdout.strip()
+        if completed.returncode != 0 or not version:
+            failure = completed.stderr.strip() or f"exit {completed.returncode}"
+    except (OSError, subprocess.SubprocessError) as error:
+        failure, version = str(error), ""
+    if failure is not None:
+        raise UsageError(
+            "partner-not-installed",
+            f"the Codex binary could not be verified — set UNITMGR_CODEX_BIN to an installed "
+            f"codex: cannot run {binary} --version ({failure})",
+        )
+    return version
+
+
+def resolve_model(
+    *, partner: str, model: str, effort: str | None = None, identity: str | None = None
+) -> dict[str, Any]:
+    """`pair resolve`: how a model request resolves for a partner, without a session."""
+    from pair.identity import identity_home
+    from pair.models import resolve
+    from pair.partners import adapter_for
+
+    adapter = adapter_for(partner)
+    requested_identity = identity or "default"
+    adapter.validate_staffing(model=model, effort=effort, identity=requested_identity)
+    home = identity_home(partner, requested_identity)
+    binary = adapter.binary()
+    if partner == "codex":
+        _verify_codex(binary)
+    resolution = resolve(
         partner=partner,
-        sid=f"{partner}-{uuid.uuid4()}",
-        seq=0,
-        lead=lead_name,
-        role=role,
         model=model,
         effort=effort,
-        identity=requested_identity,
-        model_source="script command" if partner == "script" else None,
-        worktree=str(root),
-        state_dir=str(paths.state_dir),
-        transcripts=str(paths.transcripts_dir),
-        created_at=iso_z(),
+        binary=binary,
+        identity_home=home,
+        environment=partner_environment(codex_home=home),
     )
-    ensure_private_dir(paths.transcripts_dir)
-    save_session(paths, session)
-    return {"ok": True, "status": "created", **session_view(paths, session)}
+    document: dict[str, Any] = {
+        "ok": True,
+        "partner": partner,
+        "identity": requested_identity,
+        **resolution.to_json(),
+    }
+    if home is not None:
+        document["identity_home"] = home
+    if partner == "codex":
+        document["codex_bin"] = binary
+    if resolution.evidence:
+        document["model_evidence"] = resolution.evidence
+    return document
 
 
 # -- send ------------------------------------------------------------------------------------

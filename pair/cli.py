@@ -34,11 +34,36 @@ def init(
     model: Annotated[str | None, typer.Option("--model")] = None,
     effort: Annotated[str | None, typer.Option("--effort")] = None,
     role: Annotated[str, typer.Option("--role", help="peer|executor")] = "peer",
+    idle_min: Annotated[
+        str | None, typer.Option("--idle-min", help="Bootstrap idle budget.")
+    ] = None,
+    total_min: Annotated[
+        str | None, typer.Option("--total-min", help="Bootstrap total budget.")
+    ] = None,
 ) -> dict[str, object]:
     """Create (or resume) the pair session of this worktree."""
     return api.init(
-        repo, partner=partner, lead=lead, identity=identity, model=model, effort=effort, role=role
+        repo,
+        partner=partner,
+        lead=lead,
+        identity=identity,
+        model=model,
+        effort=effort,
+        role=role,
+        idle_min=idle_min,
+        total_min=total_min,
     )
+
+
+@app.command()
+def resolve(
+    partner: Annotated[str, typer.Option("--partner")],
+    model: Annotated[str, typer.Option("--model", help="An id, an alias or latest:<family>.")],
+    effort: Annotated[str | None, typer.Option("--effort")] = None,
+    identity: Annotated[str | None, typer.Option("--identity")] = None,
+) -> dict[str, object]:
+    """Resolve a model request for a partner, without a session."""
+    return api.resolve_model(partner=partner, model=model, effort=effort, identity=identity)
 
 
 @app.command()

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
+from pair import codex_rpc
 from pair.environment import partner_environment
 from pair.partners import adapter_for
 from pair.partners.base import TurnOutcome, TurnRequest
@@ -47,6 +49,7 @@ def build_receipt(
     result: TurnResult,
     supervisor_pid: int,
     started_at: str,
+    rate_limits: dict[str, Any] | None,
 ) -> dict[str, Any]:
     seq, kind = marker.seq, marker.kind
     outcome = result.outcome
@@ -65,9 +68,9 @@ def build_receipt(
         "seconds": result.seconds,
         "reply": outcome.reply,
         "partial_reply": result.partial_reply,
-        "heavy_queue": None,
+        "heavy_queue": result.heavy_queue,
         "throttle_signals": result.throttle_signals,
-        "rate_limits": None,
+        "rate_limits": rate_limits,
         "receipt_file": str(paths.turn_file(seq, kind, "-receipt.json")),
         "transcript": str(paths.turn_file(seq, kind, ".log")),
         "prompt_file": str(paths.turn_file(seq, kind, "-prompt.md")),
@@ -78,6 +81,41 @@ def build_receipt(
         "partner_pid": result.partner.pid if result.partner else None,
         "budgets": {"idle_seconds": marker.idle_seconds, "total_seconds": marker.total_seconds},
     }
+
+
+def resume_model(session: Session) -> str | None:
+    """The model flag of a resumed turn: the script's command line, or Claude's pinned model.
+
+    Claude gets the model its bootstrap reported on every turn, so a moving alias never changes
+    a live session; the other CLIs take their model only when the session is created.
+    """
+    if session.partner == "script":
+        return session.model
+    if session.partner == "claude":
+        return session.model_resolved
+    return None
+
+
+def heavy_probe_seconds() -> float:
+    try:
+        value = float(os.environ.get("UNITMGR_HEAVY_PROBE_SECONDS", ""))
+    except ValueError:
+        return 10.0
+    return value if value > 0 else 10.0
+
+
+def read_rate_limits(
+    session: Session, result: TurnResult, environment: dict[str, str]
+) -> dict[str, Any] | None:
+    """Codex: its app-server's `account/rateLimits/read`; Claude: its `rate_limit_event`."""
+    if session.partner == "codex" and session.partner_bin:
+        return codex_rpc.rate_limits(
+            binary=session.partner_bin, codex_home=session.identity_home, environment=environment
+        )
+    event = result.outcome.extra.get("rate_limit_event")
+    if session.partner == "claude" and isinstance(event, dict):
+        return codex_rpc.claude_rate_limit(event)
+    return None
 
 
 def supervise(state_dir: Path, seq: int, token: str) -> int:
@@ -99,15 +137,20 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
         seq=seq,
         kind=kind,
         write=marker.write,
-        model=session.model_resolved or session.model,
+        model=resume_model(session),
         effort=session.effort,
         worktree=Path(session.worktree),
         prompt_file=paths.turn_file(seq, kind, "-prompt.md"),
         reply_file=paths.turn_file(seq, kind, "-reply.md"),
+        partner_bin=session.partner_bin,
     )
+    environment = partner_environment(codex_home=session.identity_home)
 
     def record_partner(identity: ProcessIdentity) -> None:
         update_owned_marker(paths, token, partner=identity.to_json())
+
+    def record_heavy(queue: dict[str, Any]) -> None:
+        update_owned_marker(paths, token, heavy_queue=queue)
 
     try:
         adapter = adapter_for(session.partner)
@@ -119,8 +162,10 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
                 idle_seconds=marker.idle_seconds or 20 * 60,
                 total_seconds=marker.total_seconds or 60 * 60,
             ),
-            environment=partner_environment(codex_home=session.identity_home),
+            environment=environment,
             on_partner_start=record_partner,
+            on_heavy_change=record_heavy,
+            heavy_probe_seconds=heavy_probe_seconds(),
         )
     except Exception as error:  # the receipt must exist whatever happened
         traceback.print_exc()
@@ -135,7 +180,7 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
             command=[],
             partner=None,
         )
-    if result.outcome.reply:
+    if result.outcome.reply and not (session.partner == "codex" and request.reply_file.exists()):
         write_text_atomic(request.reply_file, result.outcome.reply + "\n")
     receipt = build_receipt(
         paths=paths,
@@ -144,6 +189,7 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
         result=result,
         supervisor_pid=me.pid,
         started_at=started_at,
+        rate_limits=read_rate_limits(session, result, environment),
     )
     receipt_file = paths.turn_file(seq, kind, "-receipt.json")
     write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")

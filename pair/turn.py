@@ -23,6 +23,7 @@ from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, Tu
 from registry.atomic import FILE_MODE
 from registry.processes import ProcessIdentity, identify, kill_tree
 from registry.redact import StreamRedactor, redact
+from registry.timeutil import iso_z
 
 STDOUT_KEEP_BYTES = 32 * 1024 * 1024
 POLL_SECONDS = 0.25
@@ -39,6 +40,88 @@ class Budgets:
     total_seconds: float
 
 
+class HeavyQueue:
+    """Watches the partner's descendants for a job queued on the machine-wide heavy slot.
+
+    `agent-run heavy <command>` takes the slot with a blocking flock before it starts its child,
+    so a queued job is an `agent-run heavy` process under the partner that has no child yet.
+    While one is queued the budgets pause: the total excludes queue time and idle stays zero.
+    """
+
+    def __init__(
+        self,
+        partner_pid: int,
+        probe_seconds: float,
+        on_change: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.partner_pid = partner_pid
+        self.probe_seconds = probe_seconds
+        self.on_change = on_change
+        self.next_probe = 0.0
+        self.queued_since: float | None = None
+        self.queued_at: str | None = None
+        self.paused = 0.0
+        self.episodes = 0
+
+    def poll(self, now: float) -> bool:
+        if now >= self.next_probe:
+            self.next_probe = now + self.probe_seconds
+            job = queued_heavy_job(self.partner_pid)
+            if job is not None and self.queued_since is None:
+                self.queued_since, self.queued_at = now, iso_z()
+                self.episodes += 1
+                self._changed(now, job)
+            elif job is None and self.queued_since is not None:
+                self.paused += now - self.queued_since
+                self.queued_since = self.queued_at = None
+                self._changed(now, None)
+        return self.queued_since is not None
+
+    def seconds(self, now: float) -> float:
+        return self.paused + (now - self.queued_since if self.queued_since is not None else 0.0)
+
+    def summary(self, now: float) -> dict[str, Any] | None:
+        if not self.episodes:
+            return None
+        return {"seconds": round(self.seconds(now)), "episodes": self.episodes}
+
+    def _changed(self, now: float, job: dict[str, Any] | None) -> None:
+        if self.on_change is not None:
+            self.on_change(
+                {
+                    "queued": job is not None,
+                    "since": self.queued_at,
+                    "job": job,
+                    "seconds": round(self.seconds(now)),
+                    "episodes": self.episodes,
+                }
+            )
+
+
+def queued_heavy_job(partner_pid: int) -> dict[str, Any] | None:
+    """The first `agent-run heavy` descendant of the partner that has no child yet."""
+    import psutil
+
+    try:
+        descendants = psutil.Process(partner_pid).children(recursive=True)
+    except psutil.Error:
+        return None
+    for process in descendants:
+        try:
+            argv = process.cmdline()
+            for index, word in enumerate(argv[:-1]):
+                if os.path.basename(word) == "agent-run" and argv[index + 1] == "heavy":
+                    if process.children():
+                        break
+                    rest = argv[index + 2 :]
+                    if rest[:1] == ["--"]:
+                        rest = rest[1:]
+                    return {"pid": process.pid, "command": " ".join(rest)}
+        except psutil.Error:
+            continue
+    return None
+
+
 @dataclass
 class TurnResult:
     outcome: TurnOutcome  # its status: replied | empty-reply | failed | hang-killed
@@ -48,6 +131,7 @@ class TurnResult:
     partner: ProcessIdentity | None
     partial_reply: bool = False
     throttle_signals: dict[str, Any] | None = None
+    heavy_queue: dict[str, Any] | None = None
 
     @property
     def status(self) -> str:
@@ -72,6 +156,8 @@ def run_turn(
     budgets: Budgets,
     environment: dict[str, str],
     on_partner_start: Callable[[ProcessIdentity], None] | None = None,
+    on_heavy_change: Callable[[dict[str, Any]], None] | None = None,
+    heavy_probe_seconds: float = 10.0,
 ) -> TurnResult:
     started = time.monotonic()
     command = adapter.command(request)
@@ -100,7 +186,8 @@ def run_turn(
         )
         if on_partner_start is not None:
             on_partner_start(partner)
-        stdout, hang_reason = _stream(process, transcript_fd, budgets, started)
+        heavy = HeavyQueue(process.pid, heavy_probe_seconds, on_heavy_change)
+        stdout, hang_reason = _stream(process, transcript_fd, budgets, started, heavy)
     finally:
         os.close(transcript_fd)
 
@@ -112,6 +199,7 @@ def run_turn(
         exit_code=None if hang_reason else exit_code, stdout=stdout, hang=bool(hang_reason)
     )
     throttle = throttle_signals(transcript)
+    queue = heavy.summary(time.monotonic())
     if hang_reason:
         partial = adapter.partial_reply(output)
         return TurnResult(
@@ -126,6 +214,7 @@ def run_turn(
             partner=partner,
             partial_reply=bool(partial),
             throttle_signals=throttle,
+            heavy_queue=queue,
         )
     outcome = adapter.interpret(request, output)
     if outcome.reply:
@@ -143,6 +232,7 @@ def run_turn(
         command=command.recorded,
         partner=partner,
         throttle_signals=throttle,
+        heavy_queue=queue,
     )
 
 
@@ -172,7 +262,11 @@ def _spawn(
 
 
 def _stream(
-    process: subprocess.Popen[bytes], transcript_fd: int, budgets: Budgets, started: float
+    process: subprocess.Popen[bytes],
+    transcript_fd: int,
+    budgets: Budgets,
+    started: float,
+    heavy: HeavyQueue,
 ) -> tuple[bytes, str | None]:
     """Copy the partner's output to the transcript until it exits or a budget runs out.
 
@@ -212,15 +306,22 @@ def _stream(
                 _write_all(transcript_fd, redactor.pending(now))
             if not events and process.poll() is not None:
                 break  # exited; a background grandchild may hold the pipes open
+            if heavy.poll(now):
+                last_output = now  # queued on the heavy slot: not idle, and not counted
+            elapsed = now - started - heavy.seconds(now)
             if now - last_output > budgets.idle_seconds:
                 hang_reason = (
                     f"no output for {_duration(now - last_output)} — raise it with send --idle-min"
                 )
-            elif now - started > budgets.total_seconds:
+            elif elapsed > budgets.total_seconds:
                 hang_reason = (
                     f"total budget {_duration(budgets.total_seconds)} exceeded — raise it with "
                     "send --total-min"
                 )
+                if heavy.seconds(now) >= 1:
+                    hang_reason += (
+                        f" ({_duration(heavy.seconds(now))} queued on the heavy slot was excluded)"
+                    )
             if hang_reason:
                 break
     for redactor in redactors.values():

@@ -195,6 +195,26 @@ def _signal_all(processes: Any, pgid: int | None, signum: int) -> None:
             process.send_signal(signum)
 
 
+def stop_child_group(process: subprocess.Popen[Any], *, grace_seconds: float = 1.0) -> None:
+    """Stop a child we started with `start_new_session=True`: SIGTERM its group, then SIGKILL.
+
+    The child is not reaped until `wait()` here, so its pid (and group id) cannot have been
+    reused by anyone else.
+    """
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        if process.poll() is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)  # leftovers in the group
+            break
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signum)
+        try:
+            process.wait(timeout=grace_seconds)
+        except subprocess.TimeoutExpired:
+            continue
+    process.wait()
+
+
 def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment every child gets: never prompts (SPEC 3.0)."""
     environment = dict(os.environ)

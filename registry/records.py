@@ -175,6 +175,8 @@ class PairRef(Record):
     identity: str = "default"
     identity_home: str | None = None
     model_resolved: str | None = None
+    model_source: str | None = None
+    resolved_at: str | None = None
     latest_receipt_file: str | None = None
 
 

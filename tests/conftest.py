@@ -22,10 +22,19 @@ import pytest
 VENV_BIN = str(Path(sys.executable).parent)
 DROPPED_PREFIXES = ("GH_", "GITHUB_", "UNITMGR_", "GIT_")
 LEAD_MARKERS = (
-    "OPENCODE_CLIENT", "OPENCODE_PID", "OPENCODE_WORKSPACE_ID", "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT", "CODEX_SANDBOX", "CODEX_THREAD_ID", "CODEX_HOME", "CURSOR_AGENT",
-    "CURSOR_AGENT_CHAT_ID", "GROK_SESSION_ID", "GROK_AGENT",
-)  # fmt: skip
+    "OPENCODE_CLIENT",
+    "OPENCODE_PID",
+    "OPENCODE_WORKSPACE_ID",
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CODEX_SANDBOX",
+    "CODEX_THREAD_ID",
+    "CODEX_HOME",
+    "CURSOR_AGENT",
+    "CURSOR_AGENT_CHAT_ID",
+    "GROK_SESSION_ID",
+    "GROK_AGENT",
+)
 
 
 def _clean_environment(home: Path) -> dict[str, str]:
@@ -133,9 +142,15 @@ class Sandbox:
             "unit", *args, "--repo", str(self.repo), cwd=self.root, env=env, timeout=timeout
         )
 
-    def pair(self, *args: str, repo: Path | None = None, timeout: float = 120) -> Result:
+    def pair(
+        self,
+        *args: str,
+        repo: Path | None = None,
+        timeout: float = 120,
+        env: dict[str, str] | None = None,
+    ) -> Result:
         return run_cli(
-            "pair", *args, "--repo", str(repo or self.repo), cwd=self.root, timeout=timeout
+            "pair", *args, "--repo", str(repo or self.repo), cwd=self.root, timeout=timeout, env=env
         )
 
     def worktree(self, unit_id: str) -> Path:
@@ -231,3 +246,40 @@ def _check_cli_installed() -> None:
     for program in ("unit", "pair"):
         if shutil.which(program, path=VENV_BIN) is None:
             pytest.exit(f"{program} is not installed in {VENV_BIN}: pip install -e '.[test]'")
+
+
+FAKES = Path(__file__).resolve().parent / "fakes"
+FAKE_NAMES = ("claude", "codex", "cursor-agent", "opencode", "grok", "agent-run")
+
+
+@dataclass
+class FakePartners:
+    bin_dir: Path
+    log_file: Path
+
+    def calls(self, name: str | None = None) -> list[dict[str, Any]]:
+        if not self.log_file.exists():
+            return []
+        entries = [json.loads(line) for line in self.log_file.read_text().splitlines()]
+        return [entry for entry in entries if name is None or entry["name"] == name]
+
+
+@pytest.fixture
+def fake_partners(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakePartners:
+    """Fake partner CLIs first on PATH, logging every invocation."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    for name in FAKE_NAMES:
+        script = bin_dir / name
+        script.write_text(
+            f"#!{sys.executable}\n"
+            "import sys\n"
+            f"sys.path.insert(0, {str(FAKES)!r})\n"
+            "from partner_fake import main\n"
+            f"main({name!r})\n"
+        )
+        script.chmod(0o755)
+    log_file = tmp_path / "fake-partners.jsonl"
+    monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), os.environ["PATH"]]))
+    monkeypatch.setenv("FAKE_LOG", str(log_file))
+    return FakePartners(bin_dir, log_file)

@@ -90,10 +90,23 @@ def test_journal_step_names_are_the_contract() -> None:
     from unitmgr.steps import CREATE_STEPS, DISMANTLE_STEPS
 
     assert CREATE_STEPS == (
-        "reserve", "manifest", "worktree", "pr-body-exclude", "setup", "pair-init",
-        "pair-verify", "first-task", "working",
-    )  # fmt: skip
+        "reserve",
+        "manifest",
+        "worktree",
+        "pr-body-exclude",
+        "setup",
+        "pair-init",
+        "pair-verify",
+        "first-task",
+        "working",
+    )
     assert DISMANTLE_STEPS == (
-        "end-pair", "reap", "archive", "worktree", "local-branch", "remote-branch", "manifest",
+        "end-pair",
+        "reap",
+        "archive",
+        "worktree",
+        "local-branch",
+        "remote-branch",
+        "manifest",
         "record",
-    )  # fmt: skip
+    )

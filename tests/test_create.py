@@ -58,8 +58,14 @@ def test_create_reaches_working_and_dismantle_leaves_nothing(sandbox: Sandbox) -
     assert gone["status"] == "dismantled" and gone["forced"] is True
     assert gone["abandoned"]["ahead_of_base"] == 1
     assert [step["step"] for step in gone["done"]] == [
-        "end-pair", "reap", "archive", "worktree", "local-branch", "remote-branch", "manifest",
-    ]  # fmt: skip
+        "end-pair",
+        "reap",
+        "archive",
+        "worktree",
+        "local-branch",
+        "remote-branch",
+        "manifest",
+    ]
     assert Path(gone["archive"], "transcripts").exists() or any(
         Path(gone["archive"]).rglob("*-receipt.json")
     )
@@ -226,9 +232,16 @@ def test_dry_run_plans_and_writes_nothing(sandbox: Sandbox) -> None:
     assert result.code == 0, result.stdout
     assert result["dry_run"] is True
     assert [step["step"] for step in result["plan"]] == [
-        "reserve", "manifest", "worktree", "pr-body-exclude", "setup", "pair-init",
-        "pair-verify", "first-task", "working",
-    ]  # fmt: skip
+        "reserve",
+        "manifest",
+        "worktree",
+        "pr-body-exclude",
+        "setup",
+        "pair-init",
+        "pair-verify",
+        "first-task",
+        "working",
+    ]
     assert {step["action"] for step in result["plan"]} == {"run"}
     assert result["plan"][2]["detail"]["base_sha"] == git(sandbox.repo, "rev-parse", "origin/main")
     assert sandbox.snapshot() == before

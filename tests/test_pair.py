@@ -251,10 +251,25 @@ def test_receipt_json_is_complete(sandbox: Sandbox) -> None:
     init_script(sandbox, "cat >/dev/null; echo 'HTTP 429 Too Many Requests, retry in 5s'")
     receipt = sandbox.pair("send", "--kind", "task", "--body-file", body(sandbox)).document
     for key in (
-        "seq", "kind", "sid", "partner", "write", "command", "ok", "status", "reason", "exit_code",
-        "seconds", "reply", "partial_reply", "heavy_queue", "throttle_signals", "rate_limits",
-        "receipt_file", "transcript",
-    ):  # fmt: skip
+        "seq",
+        "kind",
+        "sid",
+        "partner",
+        "write",
+        "command",
+        "ok",
+        "status",
+        "reason",
+        "exit_code",
+        "seconds",
+        "reply",
+        "partial_reply",
+        "heavy_queue",
+        "throttle_signals",
+        "rate_limits",
+        "receipt_file",
+        "transcript",
+    ):
         assert key in receipt
     assert receipt["throttle_signals"]["rate_limit_lines"] == 1
     assert json.loads(Path(receipt["receipt_file"]).read_text()) == receipt

@@ -24,6 +24,7 @@ from typing import Any
 
 from pair import api as pair_api
 from pair.git import locate as locate_pair
+from pair.identity import identity_home, refuse_same_cli
 from pair.partners import adapter_for
 from pair.partners.script import first_command_word
 from registry.atomic import remove_file, write_text_atomic
@@ -201,11 +202,25 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
             "worktree-inside-worktree",
             f"--worktree {request.worktree} is inside the git dir {workspace.common_git_dir}",
         )
-    # A script command found on PATH (or a shell builtin) can be checked before anything is
-    # made; a relative path can only be checked in the worktree, at pair-init.
+    adapter = adapter_for(request.partner)
+    adapter.validate_staffing(model=request.model, effort=request.effort, identity=request.identity)
+    home = identity_home(request.partner, request.identity)
+    refuse_same_cli(lead=request.lead, partner=request.partner, partner_home=home)
     model = request.model
-    if request.partner == "script" and model and "/" not in first_command_word(model):
-        adapter_for("script").preflight(model=model, worktree=workspace.toplevel)
+    if request.partner == "script":
+        # A command found on PATH (or a shell builtin) can be checked before anything is made;
+        # a relative path can only be checked in the worktree, at pair-init.
+        if model and "/" not in first_command_word(model):
+            adapter.preflight(model=model, worktree=workspace.toplevel)
+    elif not request.dry_run:
+        # The binary, and a model the live catalog cannot resolve, refuse before anything is made
+        # (a dry run starts no process but read-only git, so it skips the catalog).
+        pair_api.resolve_model(
+            partner=request.partner,
+            model=model or "CLI-default",
+            effort=request.effort,
+            identity=request.identity,
+        )
 
 
 def _real_target(path: Path) -> str:
@@ -726,6 +741,11 @@ class Builder:
         current = record.staffing.current
         progress(f"unit create {record.unit_id}: pair init ({current.partner})")
         record.resources.pair = True  # from here a rollback ends whatever pair exists
+        state_dir = locate_pair(record.worktree).state_dir
+        status = pair_api.read_status(state_dir)
+        if not status.get("ok") and (state_dir / "in-flight.json").exists():
+            # A bootstrap this unit started was cut off (its journaled child is already gone).
+            pair_api.clear_state(state_dir)
         result = pair_api.init(
             record.worktree,
             partner=current.partner,
@@ -734,6 +754,7 @@ class Builder:
             model=current.model,
             effort=current.effort,
             role="executor",
+            on_partner_start=lambda child: self.journal.note_child("pair-init", child),
         )
         record.pair = PairRef(
             sid=result["sid"],
@@ -742,6 +763,8 @@ class Builder:
             identity=result["identity"],
             identity_home=result["identity_home"],
             model_resolved=result["model_resolved"],
+            model_source=result["model_source"],
+            resolved_at=result["resolved_at"],
         )
         outcome.update(status=result["status"], sid=result["sid"], state_dir=result["state_dir"])
 

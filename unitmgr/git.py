@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from registry.errors import StateError
-from registry.processes import ProcessIdentity, child_environment, kill_tree
+from registry.processes import child_environment, stop_child_group
 from registry.redact import redact
 
 
@@ -95,8 +95,7 @@ def run_git(
     try:
         stdout, stderr = process.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
-        kill_tree(ProcessIdentity(process.pid, 0.0, process.pid, "git"), grace_seconds=1.0)
-        process.kill()
+        stop_child_group(process)
         process.communicate()
         raise GitTimeout(step, seconds) from None
     result = GitResult(

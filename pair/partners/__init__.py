@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the adapter modules load only when a partner is actually us
 
 PARTNERS = ("claude", "codex", "cursor", "opencode", "grok", "script")
 LEADS = ("claude", "codex", "cursor", "opencode", "grok", "human")
-_IMPLEMENTED = {"script": "pair.partners.script"}
+_MODULES = {name: f"pair.partners.{name}" for name in PARTNERS}
 
 
 def adapter_for(name: str) -> Partner:
@@ -26,13 +26,7 @@ def adapter_for(name: str) -> Partner:
             "unknown-partner",
             f"unknown partner {name!r} — use one of {', '.join(PARTNERS)}",
         )
-    module_name = _IMPLEMENTED.get(name)
-    if module_name is None:
-        raise UsageError(
-            "partner-not-available",
-            f"the {name} partner is not available in this version of pair yet — use script",
-        )
-    adapter: Partner = import_module(module_name).ADAPTER
+    adapter: Partner = import_module(_MODULES[name]).ADAPTER
     return adapter
 
 

@@ -11,7 +11,14 @@ import subprocess
 from pathlib import Path
 
 from pair.errors import UsageError
-from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, TurnRequest
+from pair.partners.base import (
+    EMPTY_REPLY,
+    Partner,
+    TurnCommand,
+    TurnOutcome,
+    TurnOutput,
+    TurnRequest,
+)
 from registry.processes import child_environment
 
 NEEDS_MODEL = "the script partner needs --model '<command line>'"
@@ -31,6 +38,9 @@ def first_command_word(command_line: str) -> str:
 class ScriptPartner(Partner):
     name = "script"
     bootstrap = False
+
+    def binary(self) -> str:
+        return "sh"  # never a binary named `script`: the user's command line runs in sh
 
     def validate_staffing(self, *, model: str | None, effort: str | None, identity: str) -> None:
         if not model or not model.strip():
@@ -79,11 +89,7 @@ class ScriptPartner(Partner):
                 reason=f"sh exited {output.exit_code} — read the transcript",
             )
         if not reply:
-            return TurnOutcome(
-                status="empty-reply",
-                reason="the partner exited 0 with no reply — read the transcript before "
-                "resending, the prompt may already be consumed",
-            )
+            return TurnOutcome(status="empty-reply", reason=EMPTY_REPLY)
         return TurnOutcome(status="replied", reply=reply)
 
     def partial_reply(self, output: TurnOutput) -> str | None:

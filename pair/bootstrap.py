@@ -1,0 +1,192 @@
+"""The bootstrap turn `pair init` runs for a streaming partner (SPEC 4.1 `init`).
+
+It is a read-only turn in the foreground of `init`, holding the in-flight marker (seq 0, kind
+`init`) so a concurrent or resumed init refuses and `pair clear` recovers a dead one. Its only
+purpose is a resumable session id; for Claude it also reads the model the CLI actually runs.
+Files: `transcripts/0000-init.log`, `-prompt.md`, `-reply.md`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pair.environment import partner_environment
+from pair.errors import StateError
+from pair.models import Resolution, check_claude_family
+from pair.partners.base import Partner, TurnRequest
+from pair.state import (
+    BOOTSTRAP_KIND,
+    Marker,
+    MarkerUnreadable,
+    PairPaths,
+    Session,
+    marker_mutex,
+    read_marker,
+    release_owned_marker,
+    update_owned_marker,
+    write_marker,
+)
+from pair.turn import Budgets, run_turn
+from registry.atomic import write_text_atomic
+from registry.processes import ProcessIdentity, current_identity
+from registry.timeutil import iso_z
+
+BOOTSTRAP_IDLE_MINUTES = 20.0
+BOOTSTRAP_TOTAL_MINUTES = 60.0
+ROLE_LINES = {
+    "executor": "You are the executor: you hold the write leases by default and implement; the "
+    "lead plans and reviews.",
+    "peer": "You and the lead are peers: you split scopes and review each other's `ready`.",
+}
+
+
+def bootstrap_prompt(*, lead: str, partner: str, root: str, role: str) -> str:
+    return "\n".join(
+        [
+            f"You are the {partner} pair partner of a {lead} lead working in {root}.",
+            ROLE_LINES.get(role, ROLE_LINES["peer"]),
+            "This session persists: every later message resumes it, so keep what you learn.",
+            "Each message starts with a header `[agent <from> -> <to> kind=<kind> sid=<sid>]`.",
+            "Kinds: task (work and its write lease), review (read and judge), question (answer "
+            "it), ready (work finished, please review), accepted (review passed), blocked "
+            "(cannot go on), stalemate (the same disagreement twice), handoff (pass the work on).",
+            "A turn that carries a write lease runs with full write permissions; any other turn "
+            "is read-only, so propose diffs instead of editing.",
+            "During long work keep printing progress: a watchdog ends turns that stay silent.",
+            "Your reply is the final message of each run.",
+            "Reply now with one or two lines saying you are ready.",
+        ]
+    )
+
+
+def run_bootstrap(
+    adapter: Partner,
+    session: Session,
+    resolution: Resolution,
+    paths: PairPaths,
+    *,
+    on_partner_start: Callable[[ProcessIdentity], None] | None = None,
+    idle_minutes: float = BOOTSTRAP_IDLE_MINUTES,
+    total_minutes: float = BOOTSTRAP_TOTAL_MINUTES,
+) -> tuple[Session, dict[str, Any]]:
+    token = uuid.uuid4().hex
+    marker = Marker(
+        seq=0,
+        kind=BOOTSTRAP_KIND,
+        owner_token=token,
+        started_at=iso_z(),
+        write=False,
+        idle_seconds=idle_minutes * 60,
+        total_seconds=total_minutes * 60,
+        launcher=current_identity(argv0="pair init").to_json(),
+    )
+    with marker_mutex(paths):
+        try:
+            holder = read_marker(paths)
+        except MarkerUnreadable:
+            holder = marker
+        if holder is not None:
+            raise StateError(
+                "bootstrap-in-flight", f"a bootstrap is in flight in {paths.state_dir}"
+            )
+        write_marker(paths, marker)
+    transcript = paths.turn_file(0, BOOTSTRAP_KIND, ".log")
+    prompt_file = paths.turn_file(0, BOOTSTRAP_KIND, "-prompt.md")
+    reply_file = paths.turn_file(0, BOOTSTRAP_KIND, "-reply.md")
+    preset = str(uuid.uuid4()) if adapter.name == "grok" else ""  # grok takes our session id
+    try:
+        write_text_atomic(
+            prompt_file,
+            bootstrap_prompt(
+                lead=session.lead, partner=session.partner, root=session.worktree, role=session.role
+            )
+            + "\n",
+        )
+        request = TurnRequest(
+            partner=session.partner,
+            sid=preset,
+            seq=0,
+            kind=BOOTSTRAP_KIND,
+            write=False,
+            model=resolution.cli_model,
+            effort=session.effort,
+            worktree=Path(session.worktree),
+            prompt_file=prompt_file,
+            reply_file=reply_file,
+            bootstrap=True,
+            partner_bin=session.partner_bin,
+        )
+
+        def started(identity: ProcessIdentity) -> None:
+            update_owned_marker(paths, token, partner=identity.to_json())
+            if on_partner_start is not None:
+                on_partner_start(identity)
+
+        result = run_turn(
+            adapter,
+            request,
+            transcript=transcript,
+            budgets=Budgets(idle_minutes * 60, total_minutes * 60),
+            environment=partner_environment(codex_home=session.identity_home),
+            on_partner_start=started,
+        )
+    finally:
+        release_owned_marker(paths, token)
+    binary = Path(session.partner_bin or adapter.binary_name).name
+    outcome = result.outcome
+    detail = {"transcript": str(transcript), "seconds": result.seconds}
+    if result.status == "hang-killed":
+        raise StateError(
+            "bootstrap-hang", f"{outcome.reason} (during init) — see {transcript}", detail=detail
+        )
+    if result.exit_code not in (0, None) or (
+        result.status == "failed" and result.exit_code is None
+    ):
+        raise StateError(
+            "bootstrap-failed",
+            f"{binary} {_failure(result.exit_code, outcome.reason)} during init — see {transcript}",
+            detail=detail,
+        )
+    sid = outcome.sid or preset
+    if not sid:
+        raise StateError(
+            "no-session-id",
+            f"{binary} produced no session id — a pair needs a resumable session; see {transcript}",
+            detail=detail,
+        )
+    if result.status == "failed":
+        raise StateError(
+            "bootstrap-failed",
+            f"{binary} reported {outcome.reason} during init — the {session.partner} session "
+            f"{sid} exists in its store but no pair was recorded; see {transcript}",
+            detail=detail,
+        )
+    if session.partner == "claude":
+        reported = outcome.extra.get("model")
+        try:
+            check_claude_family(resolution, reported if isinstance(reported, str) else None)
+        except Exception as error:
+            raise StateError(
+                "model-mismatch",
+                f"{error}; the bootstrap session {sid} exists in Claude's store but no pair was "
+                f"recorded; see {transcript}",
+                detail=detail,
+            ) from None
+        if isinstance(reported, str):
+            session.model_resolved = reported
+            session.resolved_at = iso_z()
+    if outcome.reply:
+        write_text_atomic(reply_file, outcome.reply + "\n")
+    session.sid = sid
+    return session, {
+        "transcript": str(transcript),
+        "reply_file": str(reply_file) if outcome.reply else None,
+        "seconds": result.seconds,
+    }
+
+
+def _failure(exit_code: int | None, reason: str | None) -> str:
+    return f"exited {exit_code}" if exit_code not in (0, None) else f"failed ({reason})"

@@ -1,0 +1,93 @@
+"""Codex headless: `codex exec ... --json -o <reply-file> -`, prompt on stdin.
+
+Create: `exec -s <sandbox> -C <root> [-c approval_policy="never"] [-m M]
+[-c model_reasoning_effort="E"] --json -o <reply> -`. Resume: `exec resume <sid>
+-c sandbox_mode="<sandbox>" [-c approval_policy="never"] --json -o <reply> -` (resume takes
+neither `-C` nor `-s`; the directory is the spawn cwd). The session id is the first
+`thread.started` event's `thread_id`; the reply is the `-o` file, else the last completed
+`agent_message`. A `turn.failed` event is a failure even on exit 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pair.partners.base import (
+    Partner,
+    TurnCommand,
+    TurnOutcome,
+    TurnOutput,
+    TurnRequest,
+    json_objects,
+    replied_or_empty,
+)
+
+
+def _last_agent_message(events: list[dict[str, Any]]) -> str:
+    for event in reversed(events):
+        item = event.get("item")
+        if (
+            event.get("type") == "item.completed"
+            and isinstance(item, dict)
+            and item.get("type") == "agent_message"
+            and isinstance(item.get("text"), str)
+        ):
+            return str(item["text"])
+    return ""
+
+
+class CodexPartner(Partner):
+    name = "codex"
+    binary_name = "codex"
+
+    def command(self, request: TurnRequest) -> TurnCommand:
+        sandbox = "danger-full-access" if request.write else "read-only"
+        argv = [request.partner_bin or self.binary_name, "exec"]
+        if request.bootstrap:
+            argv += ["-s", sandbox, "-C", str(request.worktree)]
+        else:
+            argv += ["resume", request.sid, "-c", f'sandbox_mode="{sandbox}"']
+        if request.write:
+            # The machine's config may keep approvals on-request; nobody is there to answer.
+            argv += ["-c", 'approval_policy="never"']
+        if request.bootstrap and request.model:
+            argv += ["-m", request.model]
+        if request.bootstrap and request.effort:
+            argv += ["-c", f'model_reasoning_effort="{request.effort}"']
+        argv += ["--json", "-o", str(request.reply_file), "-"]
+        return TurnCommand(argv=argv, stdin_file=request.prompt_file, recorded=argv)
+
+    def interpret(self, request: TurnRequest, output: TurnOutput) -> TurnOutcome:
+        events = list(json_objects(output.stdout))
+        sid = next(
+            (
+                str(e["thread_id"])
+                for e in events
+                if e.get("type") == "thread.started" and isinstance(e.get("thread_id"), str)
+            ),
+            None,
+        )
+        failed = self.exited(request, output)
+        if failed:
+            return TurnOutcome(status="failed", reason=failed.reason, sid=sid)
+        for event in events:
+            if event.get("type") == "turn.failed":
+                error = event.get("error") if isinstance(event.get("error"), dict) else {}
+                message = error.get("message") if isinstance(error, dict) else None
+                return TurnOutcome(
+                    status="failed", reason=f"codex reported turn.failed: {message}", sid=sid
+                )
+        try:
+            reply = request.reply_file.read_text(encoding="utf-8").strip()
+        except (FileNotFoundError, UnicodeDecodeError):
+            reply = ""
+        outcome = replied_or_empty(reply or _last_agent_message(events))
+        return TurnOutcome(
+            status=outcome.status, reply=outcome.reply, reason=outcome.reason, sid=sid
+        )
+
+    def partial_reply(self, output: TurnOutput) -> str | None:
+        return _last_agent_message(list(json_objects(output.stdout))) or None
+
+
+ADAPTER = CodexPartner()

@@ -1,0 +1,86 @@
+"""Cursor headless: `cursor-agent -p --trust --output-format stream-json`, prompt on stdin.
+
+`--trust` because a headless run refuses an untrusted directory; read-only turns use
+`--mode plan` (plain `-p` writes). The effort lives inside the model id, passed on create only.
+The session id and reply come from the last `result` event that is not an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pair.partners.base import (
+    Partner,
+    TurnCommand,
+    TurnOutcome,
+    TurnOutput,
+    TurnRequest,
+    json_objects,
+    replied_or_empty,
+    text_blocks,
+)
+
+SID_KEYS = ("chat_id", "chatId", "session_id", "sessionId")
+
+
+def _sid(events: list[dict[str, Any]]) -> str | None:
+    for event in reversed(events):
+        if event.get("type") == "result" and event.get("is_error") is not True:
+            for key in SID_KEYS:
+                if isinstance(event.get(key), str) and event[key]:
+                    return str(event[key])
+    for event in events:
+        if isinstance(event.get("session_id"), str) and event["session_id"]:
+            return str(event["session_id"])
+    return None
+
+
+def _assistant_text(events: list[dict[str, Any]]) -> str:
+    for event in reversed(events):
+        if event.get("type") == "assistant":
+            text = text_blocks(event.get("message"))
+            if text.strip():
+                return text
+    return ""
+
+
+class CursorPartner(Partner):
+    name = "cursor"
+    binary_name = "cursor-agent"
+
+    def command(self, request: TurnRequest) -> TurnCommand:
+        argv = [request.partner_bin or self.binary_name, "-p", "--trust"]
+        argv += ["--output-format", "stream-json"]
+        if not request.bootstrap:
+            argv += ["--resume", request.sid]
+        if request.bootstrap and request.model:
+            argv += ["--model", request.model]
+        argv += ["--force"] if request.write else ["--mode", "plan"]
+        return TurnCommand(argv=argv, stdin_file=request.prompt_file, recorded=argv)
+
+    def interpret(self, request: TurnRequest, output: TurnOutput) -> TurnOutcome:
+        events = list(json_objects(output.stdout))
+        sid = _sid(events)
+        failed = self.exited(request, output)
+        if failed:
+            return TurnOutcome(status="failed", reason=failed.reason, sid=sid)
+        result = next((e for e in reversed(events) if e.get("type") == "result"), None)
+        if result is not None and result.get("is_error") is True:
+            return TurnOutcome(
+                status="failed",
+                reason="the partner run reported is_error — read the transcript",
+                sid=sid,
+            )
+        reply = result.get("result") if result is not None else None
+        if not isinstance(reply, str) or not reply.strip():
+            reply = _assistant_text(events)
+        outcome = replied_or_empty(reply)
+        return TurnOutcome(
+            status=outcome.status, reply=outcome.reply, reason=outcome.reason, sid=sid
+        )
+
+    def partial_reply(self, output: TurnOutput) -> str | None:
+        return _assistant_text(list(json_objects(output.stdout))) or None
+
+
+ADAPTER = CursorPartner()
