@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pair.environment import detect_lead, partner_environment
 from pair.errors import StateError, UsageError
@@ -39,6 +39,10 @@ from pair.state import (
 from registry.atomic import ensure_private_dir, remove_file, write_text_atomic
 from registry.processes import ProcessIdentity, current_identity, is_alive
 from registry.timeutil import iso_z, stamp
+
+if TYPE_CHECKING:
+    from pair.models import Resolution
+    from pair.partners.base import Partner
 
 ROLES = ("peer", "executor")
 HANDSHAKE_SECONDS = 10.0
@@ -143,7 +147,6 @@ def init(
     """
     from pair.bootstrap import BOOTSTRAP_IDLE_MINUTES, BOOTSTRAP_TOTAL_MINUTES, run_bootstrap
     from pair.identity import identity_home, refuse_same_cli
-    from pair.models import resolve
     from pair.partners import adapter_for
 
     if partner not in PARTNERS:
@@ -176,16 +179,7 @@ def init(
     refuse_same_cli(lead=lead_name, partner=partner, partner_home=home)
     _refuse_existing_marker(paths, root)
     adapter.preflight(model=model, worktree=root)
-    binary = adapter.binary()
-    version = _verify_codex(binary) if partner == "codex" else None
-    resolution = resolve(
-        partner=partner,
-        model=model,
-        effort=effort,
-        binary=binary,
-        identity_home=home,
-        environment=partner_environment(codex_home=home),
-    )
+    binary, version, resolution = _binary_and_model(adapter, model, effort, home)
     session = Session(
         partner=partner,
         sid=f"script-{uuid.uuid4()}" if partner == "script" else "",
@@ -245,6 +239,25 @@ def _refuse_existing_marker(paths: PairPaths, root: Path) -> None:
     )
 
 
+def _binary_and_model(
+    adapter: Partner, model: str | None, effort: str | None, home: str | None
+) -> tuple[str, str | None, Resolution]:
+    """The partner's binary (verified for Codex, with its version) and the model resolution."""
+    from pair.models import resolve
+
+    binary = adapter.binary()
+    version = _verify_codex(binary) if adapter.name == "codex" else None
+    resolution = resolve(
+        partner=adapter.name,
+        model=model,
+        effort=effort,
+        binary=binary,
+        identity_home=home,
+        environment=partner_environment(codex_home=home),
+    )
+    return binary, version, resolution
+
+
 def _verify_codex(binary: str) -> str:
     """The Codex binary must answer `--version` (its output is recorded)."""
     failure = None
@@ -276,24 +289,13 @@ def resolve_model(
 ) -> dict[str, Any]:
     """`pair resolve`: how a model request resolves for a partner, without a session."""
     from pair.identity import identity_home
-    from pair.models import resolve
     from pair.partners import adapter_for
 
     adapter = adapter_for(partner)
     requested_identity = identity or "default"
     adapter.validate_staffing(model=model, effort=effort, identity=requested_identity)
     home = identity_home(partner, requested_identity)
-    binary = adapter.binary()
-    if partner == "codex":
-        _verify_codex(binary)
-    resolution = resolve(
-        partner=partner,
-        model=model,
-        effort=effort,
-        binary=binary,
-        identity_home=home,
-        environment=partner_environment(codex_home=home),
-    )
+    binary, _, resolution = _binary_and_model(adapter, model, effort, home)
     document: dict[str, Any] = {
         "ok": True,
         "partner": partner,

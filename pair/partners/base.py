@@ -166,6 +166,16 @@ def text_blocks(message: Any) -> str:
     )
 
 
+def last_assistant_text(events: list[dict[str, Any]]) -> str:
+    """The text of the last `assistant` event that has any (Claude and Cursor streams)."""
+    for event in reversed(events):
+        if event.get("type") == "assistant":
+            text = text_blocks(event.get("message"))
+            if text.strip():
+                return text
+    return ""
+
+
 def replied_or_empty(reply: str | None, **extra: Any) -> TurnOutcome:
     reply = (reply or "").strip()
     if reply:

@@ -17,8 +17,8 @@ from pair.partners.base import (
     TurnOutput,
     TurnRequest,
     json_objects,
+    last_assistant_text,
     replied_or_empty,
-    text_blocks,
 )
 
 FAMILIES = ("fable", "opus", "sonnet")
@@ -26,15 +26,6 @@ FAMILIES = ("fable", "opus", "sonnet")
 
 def _events(output: TurnOutput) -> list[dict[str, Any]]:
     return list(json_objects(output.stdout))
-
-
-def _last_assistant_text(events: list[dict[str, Any]]) -> str:
-    for event in reversed(events):
-        if event.get("type") == "assistant":
-            text = text_blocks(event.get("message"))
-            if text.strip():
-                return text
-    return ""
 
 
 class ClaudePartner(Partner):
@@ -73,7 +64,7 @@ class ClaudePartner(Partner):
             )
         reply = result.get("result") if result is not None else None
         if not isinstance(reply, str) or not reply.strip():
-            reply = _last_assistant_text(events)
+            reply = last_assistant_text(events)
         outcome = replied_or_empty(reply, **extra)
         return TurnOutcome(
             status=outcome.status,
@@ -84,7 +75,7 @@ class ClaudePartner(Partner):
         )
 
     def partial_reply(self, output: TurnOutput) -> str | None:
-        return _last_assistant_text(_events(output)) or None
+        return last_assistant_text(_events(output)) or None
 
 
 def _observations(events: list[dict[str, Any]]) -> dict[str, Any]:

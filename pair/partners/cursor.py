@@ -16,8 +16,8 @@ from pair.partners.base import (
     TurnOutput,
     TurnRequest,
     json_objects,
+    last_assistant_text,
     replied_or_empty,
-    text_blocks,
 )
 
 SID_KEYS = ("chat_id", "chatId", "session_id", "sessionId")
@@ -33,15 +33,6 @@ def _sid(events: list[dict[str, Any]]) -> str | None:
         if isinstance(event.get("session_id"), str) and event["session_id"]:
             return str(event["session_id"])
     return None
-
-
-def _assistant_text(events: list[dict[str, Any]]) -> str:
-    for event in reversed(events):
-        if event.get("type") == "assistant":
-            text = text_blocks(event.get("message"))
-            if text.strip():
-                return text
-    return ""
 
 
 class CursorPartner(Partner):
@@ -73,14 +64,14 @@ class CursorPartner(Partner):
             )
         reply = result.get("result") if result is not None else None
         if not isinstance(reply, str) or not reply.strip():
-            reply = _assistant_text(events)
+            reply = last_assistant_text(events)
         outcome = replied_or_empty(reply)
         return TurnOutcome(
             status=outcome.status, reply=outcome.reply, reason=outcome.reason, sid=sid
         )
 
     def partial_reply(self, output: TurnOutput) -> str | None:
-        return _assistant_text(list(json_objects(output.stdout))) or None
+        return last_assistant_text(list(json_objects(output.stdout))) or None
 
 
 ADAPTER = CursorPartner()
