@@ -479,3 +479,41 @@ def test_unit_create_refuses_an_effort_the_catalog_lacks(
     refused = sandbox.create("u1", lead="claude", partner="codex", model="latest:sol", effort="max")
     assert refused.code == 2 and refused["code"] == "effort-refused", refused.stdout
     assert sandbox.snapshot() == before
+
+
+def test_a_create_killed_during_the_bootstrap_resumes(
+    sandbox: Sandbox, fake_partners: FakePartners
+) -> None:
+    import subprocess
+
+    pids = sandbox.root / "pids"
+    args = sandbox.create_args("u1", lead="codex", partner="claude", model=None, effort="high")
+    hanging = subprocess.Popen(
+        ["unit", *args, "--repo", str(sandbox.repo)],
+        cwd=sandbox.root,
+        env=env(FAKE_SCENARIO="hang", FAKE_PIDS=str(pids)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    record = sandbox.registry / "units" / "u1.json"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if record.exists() and '"child"' in record.read_text() and pids.exists():
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail("the bootstrap never started")
+    hanging.kill()
+    hanging.wait()
+    bootstrap_pid = int(pids.read_text().split()[0])
+    assert psutil.pid_exists(bootstrap_pid)  # the partner outlives the killed lead
+    status = sandbox.pair("status", repo=sandbox.worktree("u1"))
+    assert status.code == 1  # no session yet: the bootstrap never finished
+    resumed = sandbox.unit(*args)
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    assert resumed["resumed_from"] == "initializing-pair"
+    assert resumed["unit"]["pair"]["sid"] == "claude-session-1"
+    gone = (
+        not psutil.pid_exists(bootstrap_pid) or psutil.Process(bootstrap_pid).status() == "zombie"
+    )
+    assert gone, "the journaled bootstrap must be killed before the step runs again"
