@@ -24,6 +24,7 @@ def invocations(text: str) -> list[tuple[str, str, str]]:
     found = []
     for block in FENCE.findall(text):
         for line in block.replace("\\\n", " ").splitlines():
+            line = re.sub(r"\s#\s.*$", "", line)  # a shell comment is prose
             match = INVOCATION.match(line.strip())
             if match:
                 found.append(match.groups())

@@ -161,6 +161,129 @@ def dismantle(
     )
 
 
+@app.command()
+def restaff(
+    unit: Annotated[str, typer.Option("--unit")],
+    lead: Annotated[
+        str | None, typer.Option("--lead", help="Must equal the recorded lead.")
+    ] = None,
+    partner: Annotated[str | None, typer.Option("--partner")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why this staffing.")] = None,
+    model: Annotated[str | None, typer.Option("--model")] = None,
+    effort: Annotated[str | None, typer.Option("--effort")] = None,
+    identity: Annotated[str | None, typer.Option("--identity")] = None,
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+    dry_run: DryRun = False,
+) -> dict[str, Any]:
+    """Swap a unit's executor in place, handing over a checkpoint of its work."""
+    from unitmgr import restaff as lifecycle
+
+    return lifecycle.run(
+        repo,
+        lifecycle.RestaffOptions(
+            unit=unit,
+            lead=lead,
+            partner=partner,
+            reason=reason,
+            model=model,
+            effort=effort,
+            identity=identity,
+            lock_timeout=lock_timeout,
+            dry_run=dry_run,
+        ),
+    )
+
+
+@app.command()
+def addendum(
+    unit: Annotated[str, typer.Option("--unit")],
+    text: Annotated[str | None, typer.Option("--text", help="The addendum text.")] = None,
+    file: Annotated[str | None, typer.Option("--file", help="A file holding the text.")] = None,
+    queue: Annotated[
+        bool, typer.Option("--queue", help="Append now; notify once no turn is in flight.")
+    ] = False,
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+    dry_run: DryRun = False,
+) -> dict[str, Any]:
+    """Append to a unit's manifest and tell its executor to re-read it."""
+    from unitmgr import addendum as lifecycle
+
+    return lifecycle.run(
+        repo,
+        lifecycle.AddendumOptions(
+            unit=unit,
+            text=text,
+            file=file,
+            queue=queue,
+            lock_timeout=lock_timeout,
+            dry_run=dry_run,
+        ),
+    )
+
+
+@app.command()
+def scope(
+    unit: Annotated[str, typer.Option("--unit")],
+    approve: Annotated[bool, typer.Option("--approve", help="Record the scope approval.")] = False,
+    allow_outside: Annotated[
+        bool, typer.Option("--allow-outside", help="Approve files outside --paths.")
+    ] = False,
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+    dry_run: DryRun = False,
+) -> dict[str, Any]:
+    """What a unit changed against its base, what falls outside its --paths, who overlaps."""
+    from unitmgr import scope_check
+
+    return scope_check.run(
+        repo,
+        scope_check.ScopeOptions(
+            unit=unit,
+            approve=approve,
+            allow_outside=allow_outside,
+            lock_timeout=lock_timeout,
+            dry_run=dry_run,
+        ),
+    )
+
+
+@app.command()
+def verify(
+    unit: Annotated[str, typer.Option("--unit")],
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+    dry_run: DryRun = False,
+) -> dict[str, Any]:
+    """Run the unit's recorded --validation on its HEAD and record the result."""
+    from unitmgr import verify as lifecycle
+
+    return lifecycle.run(
+        repo, lifecycle.VerifyOptions(unit=unit, lock_timeout=lock_timeout, dry_run=dry_run)
+    )
+
+
+@app.command()
+def wait(
+    unit: Annotated[
+        list[str] | None, typer.Option("--unit", help="A unit to wait for (repeatable).")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="ISO time; default: now (use observed_at).")
+    ] = None,
+    timeout_min: Annotated[str, typer.Option("--timeout-min")] = "30",
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+) -> dict[str, Any]:
+    """Block until a unit gets a new receipt or changes lifecycle (no polling of git)."""
+    from unitmgr import wait as waiting
+
+    return waiting.run(
+        repo, waiting.WaitOptions(units=list(unit or []), since=since, timeout_min=timeout_min)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     return run(app, argv, "unit")
 

@@ -32,13 +32,14 @@ from registry.errors import StateError, ToolError, UsageError, marking_dry_run
 from registry.locks import Deadline, FileLock
 from registry.output import progress
 from registry.processes import ChildTimeout, ProcessIdentity, is_alive, kill_tree, run_streamed
-from registry.records import PairRef, Resources, Staffing, StaffingHistory, UnitRecord
+from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_z
 from unitmgr import capacity, git, validation
 from unitmgr.archive import archive_pair_state
 from unitmgr.journal import Journal
 from unitmgr.observe import describe, worktree_rows
+from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.scope import overlapping_pairs
 from unitmgr.steps import CREATE_LIFECYCLE_AFTER, CREATE_PHASES, CREATE_STEPS
 from unitmgr.workspace import Workspace, is_inside, realpath
@@ -736,89 +737,20 @@ class Builder:
             )
 
     def _pair_init(self, outcome: dict[str, Any]) -> None:
-        record = self.record
-        assert record.staffing is not None
-        current = record.staffing.current
-        progress(f"unit create {record.unit_id}: pair init ({current.partner})")
-        record.resources.pair = True  # from here a rollback ends whatever pair exists
-        state_dir = locate_pair(record.worktree).state_dir
-        status = pair_api.read_status(state_dir)
-        if not status.get("ok") and (state_dir / "in-flight.json").exists():
-            # A bootstrap this unit started was cut off (its journaled child is already gone).
-            pair_api.clear_state(state_dir)
-        result = pair_api.init(
-            record.worktree,
-            partner=current.partner,
-            lead=record.lead,
-            identity=current.identity,
-            model=current.model,
-            effort=current.effort,
-            role="executor",
-            on_partner_start=lambda child: self.journal.note_child("pair-init", child),
+        assert self.record.staffing is not None
+        outcome.update(
+            init_pair(self.record, self.journal, "pair-init", self.record.staffing.current)
         )
-        record.pair = PairRef(
-            sid=result["sid"],
-            state_dir=result["state_dir"],
-            latest_seq=result["seq"],
-            identity=result["identity"],
-            identity_home=result["identity_home"],
-            model_resolved=result["model_resolved"],
-            model_source=result["model_source"],
-            resolved_at=result["resolved_at"],
-        )
-        outcome.update(status=result["status"], sid=result["sid"], state_dir=result["state_dir"])
 
     def _pair_verify(self, outcome: dict[str, Any]) -> None:
-        record = self.record
-        assert record.staffing is not None and record.pair is not None
-        current = record.staffing.current
-        status = pair_api.read_status(str(record.pair.state_dir))
-        if not status.get("ok"):
-            raise StateError(
-                "pair-missing",
-                f"cannot prove the initialized pair: {status.get('reason')}",
-            )
-        expected = {
-            "partner": current.partner,
-            "role": "executor",
-            "model": current.model,
-            "effort": current.effort,
-            "identity": current.identity,
-        }
-        for name, wanted in expected.items():
-            if status.get(name) != wanted:
-                raise StateError(
-                    "pair-mismatch",
-                    f"recorded pair {name} differs: expected {wanted or 'CLI-default'}, observed "
-                    f"{status.get(name) or 'CLI-default'}",
-                )
-        record.pair.sid = status["sid"]
-        outcome.update(sid=status["sid"])
+        assert self.record.staffing is not None
+        outcome.update(verify_pair(self.record, self.record.staffing.current))
 
     def _first_task(self, outcome: dict[str, Any]) -> None:
-        record = self.record
-        assert record.pair is not None
-        status = pair_api.read_status(str(record.pair.state_dir))
-        if not status.get("ok"):
-            raise StateError("pair-missing", f"cannot prove the pair: {status.get('reason')}")
-        in_flight = status.get("in_flight")
-        if status["seq"] >= 1 or in_flight:
-            # An earlier attempt already sent it: adopt that turn, never send a second one.
-            record.pair.latest_seq = (in_flight or {}).get("seq") or status["seq"]
-            receipt = status.get("latest_receipt") or {}
-            record.pair.latest_receipt_file = receipt.get("receipt_file") or _receipt_path(
-                status, record.pair.latest_seq
-            )
-            outcome.update(adopted=True, seq=record.pair.latest_seq)
-            return
-        manifest = Path(record.task_file).read_text(encoding="utf-8")
-        progress(f"unit create {record.unit_id}: sending the first task")
-        running = pair_api.send(
-            record.worktree, kind="task", body=manifest, lead=record.lead, background=True
-        )
-        record.pair.latest_seq = running["seq"]
-        record.pair.latest_receipt_file = running["receipt_file"]
-        outcome.update(seq=running["seq"], receipt_file=running["receipt_file"])
+        manifest = Path(self.record.task_file).read_text(encoding="utf-8")
+        outcome.update(send_or_adopt(self.record, body=manifest, what="the first task"))
+        # The first task carries the whole manifest, addenda included: nothing is pending.
+        self.record.pending_notice = None
 
     def _kill_journaled_child(self, step: str) -> None:
         entry = self.journal.last_started(step)
@@ -938,14 +870,6 @@ class Builder:
         else:
             self.registry.write(record)
         return results, archive
-
-
-def _receipt_path(status: dict[str, Any], seq: int) -> str | None:
-    transcripts = status.get("transcripts")
-    kind = (status.get("turn") or {}).get("kind")
-    if not transcripts or not kind:
-        return None
-    return str(Path(transcripts) / f"{seq:04d}-{kind}-receipt.json")
 
 
 def _seconds_from_env(variable: str, default: float) -> float:

@@ -35,6 +35,7 @@ from unitmgr.archive import archive_pair_state
 from unitmgr.journal import Journal
 from unitmgr.observe import worktree_rows
 from unitmgr.steps import DISMANTLE_STEPS
+from unitmgr.units import refuse_in_flight
 from unitmgr.workspace import Workspace, is_inside, realpath
 
 REAP_GRACE_SECONDS = 5.0
@@ -108,18 +109,7 @@ def _plan(
 
 
 def _refuse_in_flight(record: UnitRecord) -> None:
-    state_dir = record.pair.state_dir if record.pair else None
-    if not state_dir:
-        return
-    status = pair_api.read_status(state_dir)
-    in_flight = status.get("in_flight") if status.get("ok") else None
-    if in_flight and in_flight.get("alive", True):
-        raise StateError(
-            "turn-in-flight",
-            f"unit {record.unit_id} has an in-flight turn (seq {in_flight.get('seq')}) — wait "
-            "for its receipt before dismantling (refused even with --force)",
-            detail={"in_flight": in_flight},
-        )
+    refuse_in_flight(record, what="dismantling (refused even with --force)")
 
 
 def _refuse_unproved(record: UnitRecord) -> None:

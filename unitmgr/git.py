@@ -362,3 +362,42 @@ def changed_since_merge_base(base_ref: str, *, worktree: Path) -> list[str] | No
     if result.returncode != 0:
         return None
     return [name for name in result.stdout.split("\0") if name]
+
+
+def diff_stat(revisions: str, *, worktree: Path) -> str | None:
+    """`git diff --stat <revisions>` plus uncommitted changes, or None when git fails."""
+    committed = run_git(["diff", "--stat", revisions, "--"], cwd=worktree, step="diff", check=False)
+    working = run_git(["diff", "--stat", "HEAD", "--"], cwd=worktree, step="diff", check=False)
+    if committed.returncode != 0:
+        return None
+    text = committed.stdout.rstrip()
+    if working.returncode == 0 and working.stdout.strip():
+        text += ("\n" if text else "") + "uncommitted:\n" + working.stdout.rstrip()
+    return text
+
+
+def merge_base(first: str, second: str, *, cwd: Path) -> str | None:
+    result = run_git(["merge-base", first, second], cwd=cwd, step="merge-base", check=False)
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def changed_files(
+    revisions: str, *, worktree: Path, patterns: list[str] | None = None
+) -> list[str]:
+    """`git diff --name-only <revisions>`, limited to `:(glob)` patterns when given."""
+    args = ["diff", "--name-only", "-z", revisions, "--"]
+    if patterns is not None:
+        args += [f":(glob){pattern}" for pattern in patterns]
+    result = run_git(args, cwd=worktree, step="diff")
+    return [name for name in result.stdout.split("\0") if name]
+
+
+def tracked_status(worktree: Path) -> str:
+    """Tracked changes only (`status --porcelain --untracked-files=no`), for drift checks."""
+    result = run_git(
+        ["status", "--porcelain", "-z", "--untracked-files=no"],
+        cwd=worktree,
+        step="status",
+        optional_locks=False,
+    )
+    return result.stdout

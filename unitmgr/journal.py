@@ -121,4 +121,5 @@ class Journal:
         self.write(step, "skipped", {"skipped": reason})
 
     def clear(self) -> None:
-        self.entries.clear()
+        """Drop this command's entries (another command's unfinished journal stays)."""
+        self.entries[:] = [e for e in self.entries if e.get("command") != self.command]

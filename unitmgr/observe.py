@@ -128,6 +128,12 @@ def recovery(
             "why": "worktree missing",
             "command": dismantle_command(workspace, record.unit_id, force=True),
         }
+    unfinished = {entry.get("command") for entry in record.journal}
+    if lifecycle in ("restaffing", "restaff-failed") or (
+        lifecycle == "working" and "restaff" in unfinished
+    ):
+        why = f"lifecycle {lifecycle}" if lifecycle != "working" else "unfinished restaff journal"
+        return {"needed": True, "why": why, "command": restaff_command(workspace, record)}
     pair = pair or {}
     pair_owned = record.resources.pair or lifecycle == "working"
     if pair_owned and pair.get("code") == "no-pair-session":
@@ -148,13 +154,7 @@ def recovery(
             "why": "lifecycle create-failed",
             "command": dismantle_command(workspace, record.unit_id, force=True),
         }
-    if lifecycle in ("restaffing", "restaff-failed"):
-        return {
-            "needed": True,
-            "why": f"lifecycle {lifecycle}",
-            "command": restaff_command(workspace, record),
-        }
-    if lifecycle == "working" and record.journal:
+    if lifecycle == "working" and "create" in unfinished:
         # A create killed after its last step but before clearing its journal.
         return {
             "needed": True,
@@ -172,6 +172,8 @@ def recovery(
 
 def restaff_command(workspace: Workspace, record: UnitRecord) -> str:
     pending = record.pending_staffing or {}
+    if not pending and record.staffing is not None:
+        pending = record.staffing.current.to_json()  # a restaff finalized, journal not cleared
     parts = ["restaff", "--unit", record.unit_id, "--lead", record.lead]
     for option, key in (
         ("--partner", "partner"),
@@ -207,7 +209,7 @@ def list_units(workspace: Workspace) -> dict[str, Any]:
 # -- status --all ----------------------------------------------------------------------------
 
 
-def _receipt_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
+def receipt_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
     if receipt is None:
         return None
     keys = (
@@ -224,22 +226,40 @@ def _pair_summary(status: dict[str, Any]) -> dict[str, Any]:
     return {
         "seq": status.get("seq", 0),
         "in_flight": ({key: in_flight.get(key) for key in IN_FLIGHT_KEYS} if in_flight else None),
-        "latest_receipt": _receipt_summary(status.get("latest_receipt")),
+        "latest_receipt": receipt_summary(status.get("latest_receipt")),
         "turn": status.get("turn"),
     }
 
 
-def _worktree_summary(
+_COMMITTED_CHANGES: dict[tuple[str, str, str], list[str] | None] = {}
+
+
+def committed_changes(base_ref: str, worktree: Path, head: str | None) -> list[str] | None:
+    """Files changed on HEAD since its merge base, memoized by (worktree, base, HEAD).
+
+    A long-lived process (`unit watch`) asks again every few seconds; the answer only changes
+    when HEAD (or the base) moves. Nothing is persisted.
+    """
+    if head is None:
+        return git.changed_since_merge_base(base_ref, worktree=worktree)
+    key = (str(worktree), base_ref, head)
+    if key not in _COMMITTED_CHANGES:
+        _COMMITTED_CHANGES[key] = git.changed_since_merge_base(base_ref, worktree=worktree)
+    return _COMMITTED_CHANGES[key]
+
+
+def worktree_facts(
     record: UnitRecord, row: git.WorktreeRow | None
 ) -> tuple[dict[str, Any], list[str] | None]:
-    """The worktree block of `status --all` and the unit's changed files (for overlaps)."""
+    """The worktree block of `status --all` and the unit's changed files (committed since the
+    merge base, plus staged, unstaged and untracked): at most three git calls."""
     if row is None or not os.path.isdir(record.worktree):
         return {"present": False}, None
     worktree = Path(record.worktree)
     base_ref = record.base_ref or f"refs/heads/{record.base}"
     counts = git.ahead_behind(base_ref, worktree=worktree)
     entries = git.status_porcelain(worktree)
-    changed = git.changed_since_merge_base(base_ref, worktree=worktree)
+    changed = committed_changes(base_ref, worktree, row.head)
     files: list[str] | None = None
     if changed is not None and entries is not None:
         files = sorted(set(changed) | {entry[3:] for entry in entries})
@@ -255,24 +275,30 @@ def _worktree_summary(
     return summary, files
 
 
-def status_all(workspace: Workspace) -> dict[str, Any]:
-    observed_at = iso_z(milliseconds=True)
-    rows = worktree_rows(workspace)
-    entries = workspace.registry.scan()
-    records = [entry for entry in entries if isinstance(entry, UnitRecord)]
-
-    def worktree_of(record: UnitRecord) -> tuple[dict[str, Any], list[str] | None]:
-        return _worktree_summary(record, rows.get(realpath(record.worktree)))
+def facts_by_unit(
+    records: list[UnitRecord], rows: dict[str, git.WorktreeRow]
+) -> dict[str, tuple[dict[str, Any], list[str] | None]]:
+    def facts(record: UnitRecord) -> tuple[dict[str, Any], list[str] | None]:
+        return worktree_facts(record, rows.get(realpath(record.worktree)))
 
     if len(records) > 1:
         # Git calls release the GIL: a few threads overlap them (imported only when useful).
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(8, len(records))) as pool:
-            summaries = list(pool.map(worktree_of, records))
+            found = list(pool.map(facts, records))
     else:
-        summaries = [worktree_of(record) for record in records]
-    worktrees = dict(zip((record.unit_id for record in records), summaries, strict=True))
+        found = [facts(record) for record in records]
+    return dict(zip((record.unit_id for record in records), found, strict=True))
+
+
+def status_all(workspace: Workspace) -> dict[str, Any]:
+    observed_at = iso_z(milliseconds=True)
+    rows = worktree_rows(workspace)
+    entries = workspace.registry.scan()
+    records = [entry for entry in entries if isinstance(entry, UnitRecord)]
+
+    worktrees = facts_by_unit(records, rows)
 
     units: list[dict[str, Any]] = []
     changed_files: dict[str, list[str]] = {}

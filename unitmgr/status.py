@@ -13,6 +13,8 @@ from typing import Any
 from registry.errors import StateError
 from registry.records import UnitRecord
 from unitmgr import validation
+from unitmgr.addendum import notify
+from unitmgr.journal import Journal
 from unitmgr.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace
 
@@ -51,8 +53,10 @@ def status_unit(repo: str, unit: str) -> dict[str, Any]:
             f"the pair reports sid {pair.get('sid')}, the record {record.pair.sid}: not reconciled"
         )
     changes = _reconcile(record, pair)
+    notice_due = bool(record.pending_notice) and record.lifecycle == "working"
+    notice_due = notice_due and not (pair.get("ok") and (pair.get("in_flight") or {}).get("alive"))
     write_back = None
-    if changes:
+    if changes or notice_due:
         lock = workspace.registry.unit_lock(unit_id, command=f"unit status --unit {unit_id}")
         if lock.try_acquire():
             try:
@@ -60,6 +64,13 @@ def status_unit(repo: str, unit: str) -> dict[str, Any]:
                 if fresh is not None and fresh.pair is not None:
                     for key, value in _reconcile(fresh, pair).items():
                         setattr(fresh.pair, key, value)
+                    if notice_due and fresh.pending_notice:
+                        # A queued addendum notice goes out now that no turn is in flight.
+                        journal = Journal(workspace.registry, fresh, "addendum")
+                        _, seq = notify(fresh, journal)
+                        journal.clear()
+                        if seq is not None:
+                            document["notice_seq"] = seq
                     workspace.registry.write(fresh)
                     view = describe(fresh, rows)
                 write_back = "written"

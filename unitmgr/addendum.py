@@ -1,0 +1,191 @@
+"""`unit addendum` (SPEC 3.6): steer a unit by appending to its manifest, then telling it.
+
+Under the unit lock:
+
+1. `append`: the text (trailing whitespace stripped) is appended to the manifest as
+   `\\n## Addendum — <YYYY-MM-DDTHH:MM:SSZ>\\n<text>\\n`, atomically; `pending_notice
+   {addendum_at, sha256}` is journaled.
+2. `notify`: unless a turn is in flight, a `task` turn tells the executor to re-read the whole
+   manifest (naming its path and carrying its full text); `pending_notice` is cleared.
+
+With a turn in flight the addendum is refused, or with `--queue` only appended: the next
+`unit status --unit ID` (or addendum) sends the notice. Repeating an addendum whose sha256 equals
+the pending notice does not append again; it resumes at `notify`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from registry.atomic import write_text_atomic
+from registry.errors import StateError, UsageError, marking_dry_run
+from registry.records import UnitRecord
+from registry.timeutil import iso_z
+from unitmgr import validation
+from unitmgr.create import manifest_state
+from unitmgr.journal import Journal
+from unitmgr.observe import describe, worktree_rows
+from unitmgr.units import load, locked, turn_in_flight
+from unitmgr.workspace import Workspace
+
+HEADER = "\n## Addendum — {at}\n"
+
+
+@dataclass(frozen=True)
+class AddendumOptions:
+    unit: str
+    text: str | None = None
+    file: str | None = None
+    queue: bool = False
+    lock_timeout: str = "30"
+    dry_run: bool = False
+
+
+def run(repo: str, options: AddendumOptions) -> dict[str, Any]:
+    with marking_dry_run(options.dry_run):
+        return _run(repo, options)
+
+
+def _text(options: AddendumOptions) -> str:
+    if (options.text is None) == (options.file is None):
+        raise UsageError("usage", "addendum needs exactly one of --text T or --file F")
+    if options.file is not None:
+        try:
+            text = Path(options.file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(
+                "no-body-file", f"cannot read --file {options.file}: {error}"
+            ) from None
+    else:
+        text = options.text or ""
+    text = text.rstrip()
+    if not text.strip():
+        raise UsageError("empty-body", "the addendum is empty")
+    return text
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _run(repo: str, options: AddendumOptions) -> dict[str, Any]:
+    workspace = Workspace.open(repo)
+    unit_id = validation.unit_id(options.unit)
+    seconds = validation.lock_timeout(options.lock_timeout)
+    text = _text(options)
+    record = load(workspace, unit_id)
+    if options.dry_run:
+        repeat = (record.pending_notice or {}).get("sha256") == digest(text)
+        _refuse_unless_queued(record, options.queue, repeat)
+        return {
+            "ok": True,
+            "dry_run": True,
+            "plan": [
+                {"step": "append", "action": "skip" if repeat else "run", "detail": None},
+                {"step": "notify", "action": "run", "detail": None},
+            ],
+        }
+    with locked(workspace, unit_id, command=f"unit addendum --unit {unit_id}", seconds=seconds):
+        record = load(workspace, unit_id)
+        repeat = (record.pending_notice or {}).get("sha256") == digest(text)
+        _refuse_unless_queued(record, options.queue, repeat)
+        journal = Journal(workspace.registry, record, "addendum")
+        if repeat:
+            journal.write("append", "skipped", {"skipped": "already appended (same sha256)"})
+        else:
+            unfinished = journal.last_started("append")
+            if ((unfinished or {}).get("detail") or {}).get("sha256") != digest(text):
+                journal.clear()  # a new addendum starts its own journal
+            append(record, journal, text)
+        status, seq = notify(record, journal)
+        journal.clear()
+        workspace.registry.write(record)
+        document: dict[str, Any] = {"ok": True, "status": status, "manifest": record.task_file}
+        if seq is not None:
+            document["notice_seq"] = seq
+        document["unit"] = describe(record, worktree_rows(workspace))
+        return document
+
+
+def _refuse_unless_queued(record: UnitRecord, queue: bool, repeat: bool) -> None:
+    if manifest_state(record) == "differs":
+        raise StateError(
+            "manifest-differs",
+            f"unit {record.unit_id} manifest differs from its recorded task — nothing appended",
+            detail={"task_file": record.task_file},
+        )
+    in_flight = turn_in_flight(record)
+    if in_flight is not None and not queue and not repeat:
+        raise StateError(
+            "turn-in-flight",
+            f"unit {record.unit_id} has an in-flight turn (seq {in_flight.get('seq')}) — nothing "
+            "was appended; wait for it, or pass --queue to append now and notify later",
+            detail={"in_flight": in_flight},
+        )
+
+
+def append(record: UnitRecord, journal: Journal, text: str) -> None:
+    sha = digest(text)
+    earlier = journal.last_started("append")
+    at = (earlier or {}).get("detail", {}).get("addendum_at") if earlier else None
+    if not (earlier and earlier.get("detail", {}).get("sha256") == sha and at):
+        at = iso_z()
+    block = HEADER.format(at=at) + text + "\n"
+    with journal.step("append", {"sha256": sha, "addendum_at": at}) as outcome:
+        manifest = Path(record.task_file)
+        current = manifest.read_text(encoding="utf-8") if manifest.exists() else record.task + "\n"
+        if not current.endswith(block):  # an append cut off after its write is not redone
+            write_text_atomic(manifest, current + block)
+        record.pending_notice = {"addendum_at": at, "sha256": sha}
+        outcome.update(addendum_at=at, sha256=sha, bytes=len(block.encode()))
+
+
+def notice_body(record: UnitRecord) -> str:
+    manifest = Path(record.task_file).read_text(encoding="utf-8")
+    at = (record.pending_notice or {}).get("addendum_at")
+    return "\n".join(
+        [
+            f"The task manifest changed: an addendum was appended at {at}.",
+            f"Re-read the whole manifest before you act: {record.task_file}",
+            "Its full text follows, in case you cannot read that path.",
+            "",
+            manifest.rstrip(),
+        ]
+    )
+
+
+def notify(record: UnitRecord, journal: Journal) -> tuple[str, int | None]:
+    """Send the pending notice when nothing is in flight; ("sent"|"queued", seq)."""
+    from pair import api as pair_api
+
+    if record.lifecycle != "working" or record.pair is None or not record.pair.state_dir:
+        journal.skip("notify", f"lifecycle {record.lifecycle}: the notice waits for the unit")
+        return "queued", None
+    if turn_in_flight(record) is not None:
+        journal.skip("notify", "a turn is in flight: the notice waits for it")
+        return "queued", None
+    seq_now = pair_api.read_status(record.pair.state_dir).get("seq", 0)
+    earlier = journal.last_started("notify")
+    seq_before = ((earlier or {}).get("detail") or {}).get("seq_before")
+    with journal.step("notify", {"seq_before": seq_now}) as outcome:
+        if isinstance(seq_before, int) and seq_now > seq_before:
+            # An earlier attempt sent the notice and was cut off before recording it: adopt it.
+            seq = seq_now
+            outcome.update(adopted=True)
+        else:
+            running = pair_api.send(
+                record.worktree,
+                kind="task",
+                body=notice_body(record),
+                lead=record.lead,
+                background=True,
+            )
+            seq = int(running["seq"])
+            record.pair.latest_receipt_file = running["receipt_file"]
+        record.pair.latest_seq = seq
+        record.pending_notice = None
+        outcome.update(seq=seq)
+    return "sent", seq

@@ -1,0 +1,112 @@
+"""The pair steps create and restaff share: initialize, verify, send the first turn (or adopt it).
+
+Each works on the unit's worktree through `pair.api` in-process, never through a subprocess.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pair import api as pair_api
+from pair.git import locate as locate_pair
+from registry.errors import StateError
+from registry.output import progress
+from registry.records import PairRef, Staffing, UnitRecord
+from unitmgr.journal import Journal
+
+
+def init_pair(
+    record: UnitRecord, journal: Journal, step: str, staffing: Staffing
+) -> dict[str, Any]:
+    """`pair init` (executor role) for `staffing` in the unit's worktree; records `record.pair`.
+
+    The bootstrap child is journaled in `step` before anything waits on it. A bootstrap of this
+    unit's that was cut off (its journaled child already stopped) leaves a dead marker, which is
+    cleared first.
+    """
+    progress(f"unit {journal.command} {record.unit_id}: pair init ({staffing.partner})")
+    record.resources.pair = True  # from here a rollback or dismantle ends whatever pair exists
+    state_dir = locate_pair(record.worktree).state_dir
+    status = pair_api.read_status(state_dir)
+    if not status.get("ok") and (state_dir / "in-flight.json").exists():
+        pair_api.clear_state(state_dir)
+    result = pair_api.init(
+        record.worktree,
+        partner=staffing.partner,
+        lead=record.lead,
+        identity=staffing.identity,
+        model=staffing.model,
+        effort=staffing.effort,
+        role="executor",
+        on_partner_start=lambda child: journal.note_child(step, child),
+    )
+    record.pair = PairRef(
+        sid=result["sid"],
+        state_dir=result["state_dir"],
+        latest_seq=result["seq"],
+        identity=result["identity"],
+        identity_home=result["identity_home"],
+        model_resolved=result["model_resolved"],
+        model_source=result["model_source"],
+        resolved_at=result["resolved_at"],
+    )
+    return {"status": result["status"], "sid": result["sid"], "state_dir": result["state_dir"]}
+
+
+def verify_pair(record: UnitRecord, staffing: Staffing) -> dict[str, Any]:
+    """The pair in the worktree must be the one the staffing asks for."""
+    assert record.pair is not None
+    status = pair_api.read_status(str(record.pair.state_dir))
+    if not status.get("ok"):
+        raise StateError(
+            "pair-missing", f"cannot prove the initialized pair: {status.get('reason')}"
+        )
+    expected = {
+        "partner": staffing.partner,
+        "role": "executor",
+        "model": staffing.model,
+        "effort": staffing.effort,
+        "identity": staffing.identity,
+    }
+    for name, wanted in expected.items():
+        if status.get(name) != wanted:
+            raise StateError(
+                "pair-mismatch",
+                f"recorded pair {name} differs: expected {wanted or 'CLI-default'}, observed "
+                f"{status.get(name) or 'CLI-default'}",
+            )
+    record.pair.sid = status["sid"]
+    return {"sid": status["sid"]}
+
+
+def send_or_adopt(record: UnitRecord, *, body: str, what: str) -> dict[str, Any]:
+    """Send the first task turn of a new pair, or adopt the one an earlier attempt sent."""
+    assert record.pair is not None
+    status = pair_api.read_status(str(record.pair.state_dir))
+    if not status.get("ok"):
+        raise StateError("pair-missing", f"cannot prove the pair: {status.get('reason')}")
+    in_flight = status.get("in_flight")
+    if status["seq"] >= 1 or in_flight:
+        # Never a second first turn: the earlier attempt's turn is the one.
+        record.pair.latest_seq = (in_flight or {}).get("seq") or status["seq"]
+        receipt = status.get("latest_receipt") or {}
+        record.pair.latest_receipt_file = receipt.get("receipt_file") or receipt_path(
+            status, record.pair.latest_seq
+        )
+        return {"adopted": True, "seq": record.pair.latest_seq}
+    progress(f"unit {record.unit_id}: sending {what}")
+    running = pair_api.send(
+        record.worktree, kind="task", body=body, lead=record.lead, background=True
+    )
+    record.pair.latest_seq = running["seq"]
+    record.pair.latest_receipt_file = running["receipt_file"]
+    return {"seq": running["seq"], "receipt_file": running["receipt_file"]}
+
+
+def receipt_path(status: dict[str, Any], seq: int) -> str | None:
+    transcripts = status.get("transcripts")
+    kind = (status.get("turn") or {}).get("kind")
+    if not transcripts or not kind:
+        return None
+    return str(Path(transcripts) / f"{seq:04d}-{kind}-receipt.json")

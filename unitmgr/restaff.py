@@ -1,0 +1,345 @@
+"""`unit restaff` (SPEC 3.5): swap a unit's executor in place, keeping its worktree and work.
+
+Steps, journaled: `checkpoint` (what the old executor leaves behind, pushed once onto
+`staffing.history`, with `pending_staffing`) -> `end-old` -> `init-target` -> `verify-target`
+(against `pending_staffing`) -> `send-checkpoint` (the checkpoint, the manifest path and the
+manifest's text as the new executor's first task) -> `finalize` (`working`). `restaff_phase` says
+where it is: `ending-old`, `initializing-target`, `starting-target`. A failure leaves
+`restaff-failed`; the same command resumes (adopting a target pair that was already started); a
+different target is refused naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pair import api as pair_api
+from pair.identity import identity_home, refuse_same_cli
+from pair.partners import adapter_for
+from registry.errors import StateError, ToolError, marking_dry_run
+from registry.records import Staffing, UnitRecord
+from registry.timeutil import iso_z
+from unitmgr import git, validation
+from unitmgr.journal import Journal
+from unitmgr.observe import describe, worktree_rows
+from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
+from unitmgr.steps import RESTAFF_STEPS
+from unitmgr.units import load, locked, pair_state, refuse_in_flight
+from unitmgr.workspace import Workspace
+
+PHASE_AFTER = {
+    "checkpoint": "ending-old",
+    "end-old": "initializing-target",
+    "init-target": "initializing-target",
+    "verify-target": "starting-target",
+    "send-checkpoint": "starting-target",
+}
+TARGET_FIELDS = ("identity", "lead", "partner", "model", "effort", "reason")
+
+
+@dataclass(frozen=True)
+class RestaffOptions:
+    unit: str
+    lead: str | None = None
+    partner: str | None = None
+    reason: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    identity: str | None = None
+    lock_timeout: str = "30"
+    dry_run: bool = False
+
+
+def run(repo: str, options: RestaffOptions) -> dict[str, Any]:
+    with marking_dry_run(options.dry_run):
+        return _run(repo, options)
+
+
+def _target(options: RestaffOptions) -> dict[str, Any]:
+    lead = validation.required(options.lead, "--lead", "restaff")
+    partner = validation.required(options.partner, "--partner", "restaff")
+    reason = validation.required(options.reason, "--reason", "restaff")
+    validation.staffing(
+        lead=lead,
+        partner=partner,
+        model=options.model,
+        effort=options.effort,
+        identity=options.identity,
+        command="restaff",
+    )
+    model = None if options.model in (None, "CLI-default") else options.model
+    identity = options.identity or "default"
+    adapter_for(partner).validate_staffing(model=model, effort=options.effort, identity=identity)
+    refuse_same_cli(lead=lead, partner=partner, partner_home=identity_home(partner, identity))
+    return {
+        "lead": lead,
+        "partner": partner,
+        "identity": identity,
+        "model": model,
+        "effort": options.effort,
+        "reason": reason,
+    }
+
+
+def _run(repo: str, options: RestaffOptions) -> dict[str, Any]:
+    workspace = Workspace.open(repo)
+    unit_id = validation.unit_id(options.unit)
+    seconds = validation.lock_timeout(options.lock_timeout)
+    target = _target(options)
+    record = load(workspace, unit_id)
+    if options.dry_run:
+        resumed_from = _admit(record, target)
+        journal = Journal(workspace.registry, record, "restaff")
+        first = journal.first_unfinished() if resumed_from else "checkpoint"
+        plan = [
+            {
+                "step": step,
+                "action": "skip"
+                if resumed_from and journal.is_done(step)
+                else "resume"
+                if step == first and resumed_from
+                else "run",
+                "detail": {"target": target} if step == "init-target" else None,
+            }
+            for step in RESTAFF_STEPS
+        ]
+        return {"ok": True, "dry_run": True, "plan": plan}
+    if target["partner"] != "script":
+        pair_api.resolve_model(
+            partner=target["partner"],
+            model=target["model"] or "CLI-default",
+            effort=target["effort"],
+            identity=target["identity"],
+        )
+    with locked(workspace, unit_id, command=f"unit restaff --unit {unit_id}", seconds=seconds):
+        record = load(workspace, unit_id)
+        resumed_from = _admit(record, target)
+        return Restaffer(workspace, record, target).run(resumed_from)
+
+
+def _admit(record: UnitRecord, target: dict[str, Any]) -> str | None:
+    """None for a fresh restaff, else the lifecycle it resumes from; refuses everything else."""
+    finalized = record.lifecycle == "working" and any(
+        entry.get("command") == "restaff" for entry in record.journal
+    )
+    if record.lifecycle in ("restaffing", "restaff-failed") or finalized:
+        # A restaff killed after `finalize` but before clearing its journal: the target is
+        # now the current staffing.
+        pending = record.pending_staffing or {}
+        if finalized and record.staffing is not None:
+            pending = {**record.staffing.current.to_json(), "lead": record.lead}
+        for field in TARGET_FIELDS:
+            if pending.get(field) != target[field]:
+                raise StateError(
+                    "cannot-resume",
+                    f"unit {record.unit_id} cannot resume restaff: {field} differs",
+                    detail={
+                        "field": field,
+                        "recorded": pending.get(field),
+                        "requested": target[field],
+                    },
+                    next_step="repeat the restaff with the recorded target (unit list prints it)",
+                )
+        return "restaffing" if finalized else record.lifecycle
+    if record.lifecycle != "working":
+        raise StateError(
+            "wrong-lifecycle",
+            f"unit {record.unit_id} cannot restaff from phase {record.lifecycle}",
+            detail={"lifecycle": record.lifecycle},
+        )
+    if target["lead"] != record.lead:
+        raise StateError(
+            "lead-differs",
+            f"unit {record.unit_id} lead differs: recorded {record.lead}, requested "
+            f"{target['lead']}",
+            detail={"recorded": record.lead, "requested": target["lead"]},
+        )
+    if not Path(record.worktree).is_dir():
+        raise StateError(
+            "worktree-missing",
+            f"unit {record.unit_id} worktree is missing: {record.worktree}",
+            next_step=f"unit dismantle --unit {record.unit_id} --force {record.unit_id}",
+        )
+    refuse_in_flight(record, what="restaffing")
+    return None
+
+
+class Restaffer:
+    def __init__(self, workspace: Workspace, record: UnitRecord, target: dict[str, Any]) -> None:
+        self.workspace = workspace
+        self.registry = workspace.registry
+        self.record = record
+        self.target = target
+        self.journal = Journal(self.registry, record, "restaff")
+
+    @property
+    def staffing(self) -> Staffing:
+        pending = self.record.pending_staffing or {}
+        return Staffing(
+            partner=pending["partner"],
+            identity=pending.get("identity") or "default",
+            model=pending.get("model"),
+            effort=pending.get("effort"),
+            reason=pending.get("reason") or "",
+            selected_at=pending.get("requested_at"),
+        )
+
+    def run(self, resumed_from: str | None) -> dict[str, Any]:
+        record = self.record
+        handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            "checkpoint": self._checkpoint,
+            "end-old": self._end_old,
+            "init-target": self._init_target,
+            "verify-target": self._verify_target,
+            "send-checkpoint": self._send_checkpoint,
+        }
+        current = None
+        if record.lifecycle == "working" and not self.journal.is_done("checkpoint"):
+            # The target and the new lifecycle are recorded with the first journal entry, so a
+            # restaff killed at any later point is found (and resumed) by its record.
+            record.pending_staffing = {**self.target, "requested_at": iso_z()}
+            record.restaff_phase = "ending-old"
+            record.lifecycle = "restaffing"
+        try:
+            for step in RESTAFF_STEPS[:-1]:
+                if self.journal.is_done(step):
+                    continue
+                current = step
+                with self.journal.step(step) as outcome:
+                    handlers[step](outcome)
+                    record.restaff_phase = PHASE_AFTER[step]
+            current = "finalize"
+            if not self.journal.is_done("finalize"):
+                with self.journal.step("finalize"):
+                    assert record.staffing is not None
+                    record.staffing.current = Staffing(
+                        **{**self._staffing_fields(), "selected_at": iso_z()}
+                    )
+                    record.pending_staffing = None
+                    record.restaff_phase = None
+                    record.lifecycle = "working"
+                    record.error = None
+            self.journal.clear()
+            self.registry.write(record)
+        except Exception as error:
+            code = error.code if isinstance(error, ToolError) else "step-failed"
+            reason = error.reason if isinstance(error, ToolError) else f"{current} failed: {error}"
+            record.lifecycle = "restaff-failed"
+            record.error = reason
+            self.registry.write(record)
+            raise StateError(
+                code,
+                reason,
+                detail={
+                    "step": current,
+                    "restaff_phase": record.restaff_phase,
+                    "recovery_record": str(self.registry.record_path(record.unit_id)),
+                    "cause": error.detail if isinstance(error, ToolError) else None,
+                },
+                next_step="fix the cause, then repeat the same restaff command",
+            ) from None
+        document: dict[str, Any] = {
+            "ok": True,
+            "status": "resumed" if resumed_from else "restaffed",
+        }
+        if resumed_from:
+            document["resumed_from"] = resumed_from
+        document["unit"] = describe(record, worktree_rows(self.workspace))
+        return document
+
+    def _staffing_fields(self) -> dict[str, Any]:
+        staffing = self.staffing
+        return {
+            "partner": staffing.partner,
+            "identity": staffing.identity,
+            "model": staffing.model,
+            "effort": staffing.effort,
+            "reason": staffing.reason,
+        }
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _checkpoint(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        assert record.staffing is not None
+        worktree = Path(record.worktree)
+        base_ref = record.base_ref or f"refs/heads/{record.base}"
+        status = pair_state(record)
+        receipt = status.get("latest_receipt") if status.get("ok") else None
+        checkpoint = {
+            "pair_sid": record.pair.sid if record.pair else None,
+            "head": git.head_commit(worktree),
+            "diff_stat": git.diff_stat(f"{base_ref}...HEAD", worktree=worktree),
+            "worktree_status": git.status_porcelain(worktree),
+            "receipt": _receipt_summary(receipt),
+            "at": iso_z(),
+        }
+        # Pushed exactly once: the history entry is persisted together with this step's `done`.
+        record.staffing.history.append(
+            {**record.staffing.current.to_json(), "ended_at": iso_z(), "checkpoint": checkpoint}
+        )
+        outcome["checkpoint"] = checkpoint
+
+    def _end_old(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        state_dir = Path(record.pair.state_dir) if record.pair and record.pair.state_dir else None
+        if state_dir is None or not (state_dir / "session.json").exists():
+            outcome["skipped"] = "no old pair session"
+            return
+        if (state_dir / "in-flight.json").exists():
+            outcome["cleared"] = pair_api.clear_state(state_dir).get("status")
+        outcome["ended"] = pair_api.end_state(state_dir).get("ended_dir")
+
+    def _init_target(self, outcome: dict[str, Any]) -> None:
+        outcome.update(init_pair(self.record, self.journal, "init-target", self.staffing))
+
+    def _verify_target(self, outcome: dict[str, Any]) -> None:
+        outcome.update(verify_pair(self.record, self.staffing))
+
+    def _send_checkpoint(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        assert record.staffing is not None
+        checkpoint = (
+            record.staffing.history[-1].get("checkpoint") if record.staffing.history else None
+        )
+        manifest = Path(record.task_file).read_text(encoding="utf-8")
+        body = handoff_body(record, checkpoint or {}, manifest)
+        outcome.update(send_or_adopt(record, body=body, what="the restaff checkpoint"))
+        record.pending_notice = None  # the handoff carries the whole manifest
+
+
+def _receipt_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not receipt:
+        return None
+    return {key: receipt.get(key) for key in ("seq", "kind", "status", "reason", "receipt_file")}
+
+
+def handoff_body(record: UnitRecord, checkpoint: dict[str, Any], manifest: str) -> str:
+    """The new executor's first task: where the work stands, and the task itself."""
+    previous = record.staffing.history[-1] if record.staffing and record.staffing.history else {}
+    status_lines = checkpoint.get("worktree_status") or []
+    return "\n".join(
+        [
+            "You are taking over this unit from another executor "
+            f"({previous.get('partner', 'unknown')}). The worktree, with all its work, is yours "
+            "now; nothing was reset.",
+            "",
+            "Where the work stands (checkpoint):",
+            f"- head: {checkpoint.get('head')}",
+            f"- previous session: {checkpoint.get('pair_sid')}",
+            f"- last receipt: {json.dumps(checkpoint.get('receipt'))}",
+            "- uncommitted changes:" + (" none" if not status_lines else ""),
+            *(f"    {line}" for line in status_lines[:50]),
+            "- changes against the base:",
+            *(f"    {line}" for line in (checkpoint.get("diff_stat") or "none").splitlines()[:50]),
+            "",
+            f"The task manifest is {record.task_file}. Read the whole manifest before you act; "
+            "its full text follows, in case you cannot read that path.",
+            "",
+            manifest.rstrip(),
+        ]
+    )

@@ -1,0 +1,162 @@
+"""`unit scope` (SPEC 3.7): what a unit changed, whether it stayed in scope, who else touches it.
+
+The base is `origin/<base>` after a fetch when the recorded `base_ref` is remote, else the
+recorded local `base_ref`. The report covers `git diff <base>...HEAD`: merge base, head, diff
+stat, files, the files outside the unit's `--paths` (matched by git's own `:(glob)` pathspecs),
+and the files other active units change too. `--approve` records `scope_approval {sha,
+approved_at, files}` under the unit lock, refusing a dirty worktree and out-of-scope files
+(unless `--allow-outside`). This is the orchestrator's scope scan, not a code review.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from registry.errors import StateError, marking_dry_run
+from registry.locks import Deadline
+from registry.output import progress
+from registry.records import UnitRecord
+from registry.timeutil import iso_z
+from unitmgr import git, validation
+from unitmgr.observe import facts_by_unit, worktree_rows
+from unitmgr.units import load, locked
+from unitmgr.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class ScopeOptions:
+    unit: str
+    approve: bool = False
+    allow_outside: bool = False
+    lock_timeout: str = "30"
+    dry_run: bool = False
+
+
+def run(repo: str, options: ScopeOptions) -> dict[str, Any]:
+    with marking_dry_run(options.dry_run):
+        return _run(repo, options)
+
+
+def _run(repo: str, options: ScopeOptions) -> dict[str, Any]:
+    workspace = Workspace.open(repo)
+    unit_id = validation.unit_id(options.unit)
+    seconds = validation.lock_timeout(options.lock_timeout)
+    record = load(workspace, unit_id)
+    if not Path(record.worktree).is_dir():
+        raise StateError(
+            "worktree-missing",
+            f"unit {unit_id} worktree is missing: {record.worktree}",
+            next_step=f"unit dismantle --unit {unit_id} --force {unit_id}",
+        )
+    if not options.approve:
+        return {"ok": True, **report(workspace, record, fetch=not options.dry_run, seconds=seconds)}
+    if options.dry_run:
+        found = report(workspace, record, fetch=False, seconds=seconds)
+        _refuse_approval(record, found, options.allow_outside)
+        return {"ok": True, "dry_run": True, **found, "would_approve": found["head"]}
+    with locked(
+        workspace, unit_id, command=f"unit scope --unit {unit_id} --approve", seconds=seconds
+    ):
+        record = load(workspace, unit_id)
+        found = report(workspace, record, fetch=True, seconds=seconds)
+        _refuse_approval(record, found, options.allow_outside)
+        record.scope_approval = {
+            "sha": found["head"],
+            "approved_at": iso_z(),
+            "files": found["files"],
+            "base": found["base"],
+            "outside_paths": found["outside_paths"],
+        }
+        workspace.registry.write(record)
+        workspace.registry.append_event(
+            {
+                "command": "scope",
+                "step": "approve",
+                "status": "done",
+                "at": iso_z(),
+                "unit": unit_id,
+                "detail": record.scope_approval,
+            }
+        )
+    return {"ok": True, **found, "scope_approval": record.scope_approval}
+
+
+def _refuse_approval(record: UnitRecord, found: dict[str, Any], allow_outside: bool) -> None:
+    if found["dirty_files"]:
+        raise StateError(
+            "worktree-dirty",
+            f"unit {record.unit_id} worktree has uncommitted changes — commit them (or remove "
+            "them) before approving its scope",
+            detail={"dirty": found["dirty_files"]},
+        )
+    if found["outside_paths"] and not allow_outside:
+        raise StateError(
+            "outside-scope",
+            f"unit {record.unit_id} changed {len(found['outside_paths'])} file(s) outside its "
+            "--paths: " + ", ".join(found["outside_paths"][:10]),
+            detail={"outside_paths": found["outside_paths"], "paths": record.paths},
+            next_step="send the executor back to its scope, or approve with --allow-outside",
+        )
+
+
+def scope_base(workspace: Workspace, record: UnitRecord, *, fetch: bool, seconds: float) -> str:
+    base_ref = record.base_ref or f"refs/heads/{record.base}"
+    if base_ref.startswith("refs/remotes/origin/") and fetch:
+        progress(f"unit scope {record.unit_id}: fetching origin {record.base}")
+        lock = workspace.registry.fetch_lock(command=f"unit scope --unit {record.unit_id}")
+        lock.acquire(Deadline(seconds))
+        try:
+            git.fetch_base(record.base, cwd=workspace.toplevel)
+        finally:
+            lock.release()
+    return base_ref
+
+
+def report(
+    workspace: Workspace, record: UnitRecord, *, fetch: bool, seconds: float
+) -> dict[str, Any]:
+    worktree = Path(record.worktree)
+    base = scope_base(workspace, record, fetch=fetch, seconds=seconds)
+    revisions = f"{base}...HEAD"
+    files = git.changed_files(revisions, worktree=worktree)
+    inside = (
+        set(git.changed_files(revisions, worktree=worktree, patterns=record.paths))
+        if record.paths
+        else set()
+    )
+    outside = [name for name in files if name not in inside]
+    dirty = git.status_porcelain(worktree) or []
+    return {
+        "unit_id": record.unit_id,
+        "base": base,
+        "merge_base": git.merge_base(base, "HEAD", cwd=worktree),
+        "head": git.head_commit(worktree),
+        "diff_stat": git.diff_stat(revisions, worktree=worktree),
+        "files": files,
+        "paths": record.paths,
+        "outside_paths": outside,
+        "dirty_files": dirty,
+        "overlaps": overlaps_with_others(workspace, record, set(files) | {e[3:] for e in dirty}),
+    }
+
+
+def overlaps_with_others(
+    workspace: Workspace, record: UnitRecord, mine: set[str]
+) -> list[dict[str, Any]]:
+    others = [
+        entry
+        for entry in workspace.registry.scan()
+        if isinstance(entry, UnitRecord)
+        and entry.unit_id != record.unit_id
+        and entry.lifecycle not in ("dismantling", "dismantle-failed")
+    ]
+    facts = facts_by_unit(others, worktree_rows(workspace))
+    found = []
+    for other in others:
+        theirs = facts[other.unit_id][1] or []
+        shared = sorted(mine & set(theirs))
+        if shared:
+            found.append({"unit": other.unit_id, "files": shared})
+    return found

@@ -1,0 +1,62 @@
+"""What every command that operates on one recorded unit needs: its record, its lock, its turn.
+
+- `load`: the record, exit 2 when it is unreadable or too new, exit 1 when there is none;
+- `locked`: the unit lock for the whole command, bounded by `--lock-timeout`;
+- `turn_in_flight` / `refuse_in_flight`: whether the unit's pair is running a live turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pair import api as pair_api
+from registry.errors import StateError
+from registry.locks import Deadline
+from registry.records import UnitRecord
+from unitmgr.workspace import Workspace
+
+
+def load(workspace: Workspace, unit_id: str) -> UnitRecord:
+    record = workspace.read_record(unit_id)
+    if record is None:
+        raise StateError("no-such-unit", f"unit {unit_id} is not recorded")
+    return record
+
+
+@contextmanager
+def locked(workspace: Workspace, unit_id: str, *, command: str, seconds: float) -> Iterator[None]:
+    lock = workspace.registry.unit_lock(unit_id, command=command)
+    lock.acquire(Deadline(seconds))
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def pair_state(record: UnitRecord) -> dict[str, Any]:
+    if record.pair is None or not record.pair.state_dir:
+        return {"ok": False, "code": "no-pair", "reason": "no pair recorded"}
+    return pair_api.read_status(record.pair.state_dir)
+
+
+def turn_in_flight(record: UnitRecord) -> dict[str, Any] | None:
+    """The live in-flight turn of the unit's pair, or None (a dead marker is not in flight)."""
+    status = pair_state(record)
+    in_flight = status.get("in_flight") if status.get("ok") else None
+    if in_flight and in_flight.get("alive", True):
+        return dict(in_flight)
+    return None
+
+
+def refuse_in_flight(record: UnitRecord, *, what: str) -> None:
+    in_flight = turn_in_flight(record)
+    if in_flight is not None:
+        raise StateError(
+            "turn-in-flight",
+            f"unit {record.unit_id} has an in-flight turn (seq {in_flight.get('seq')}) — wait "
+            f"for its receipt before {what}",
+            detail={"in_flight": in_flight},
+            next_step=f"pair wait --repo {record.worktree}",
+        )

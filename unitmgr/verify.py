@@ -1,0 +1,155 @@
+"""`unit verify --unit ID` (SPEC 3.12): make "the tests pass" a fact recorded against a commit.
+
+Under the unit lock: refuse an in-flight turn and a dirty worktree; record HEAD; run the recorded
+`--validation` in the worktree (`sh -c`, streamed to stderr, timeout `UNITMGR_VERIFY_TIMEOUT`,
+process-group kill); then check HEAD and the tracked files again — if either changed, record
+nothing (`head moved during verification`). Otherwise journal `verification {sha, command,
+exit_code, seconds, output_tail, at}` whatever the exit code.
+
+The running validation's identity is recorded in `verification_child` before anyone waits on it,
+so a verify killed with the lead is stopped by the next one (SPEC 8).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from registry.errors import StateError, marking_dry_run
+from registry.output import progress
+from registry.processes import ChildTimeout, ProcessIdentity, is_alive, kill_tree, run_streamed
+from registry.records import UnitRecord
+from registry.timeutil import iso_z
+from unitmgr import git, validation
+from unitmgr.units import load, locked, refuse_in_flight
+from unitmgr.workspace import Workspace
+
+TAIL_CHARACTERS = 4000
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    unit: str
+    lock_timeout: str = "30"
+    dry_run: bool = False
+
+
+def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
+    with marking_dry_run(options.dry_run):
+        return _run(repo, options)
+
+
+def _timeout() -> float:
+    try:
+        value = float(os.environ.get("UNITMGR_VERIFY_TIMEOUT", ""))
+    except ValueError:
+        return 1800.0
+    return value if value > 0 else 1800.0
+
+
+def _preconditions(record: UnitRecord) -> str:
+    worktree = Path(record.worktree)
+    if not worktree.is_dir():
+        raise StateError("worktree-missing", f"unit {record.unit_id} worktree is missing")
+    if not record.validation.strip():
+        raise StateError("no-validation", f"unit {record.unit_id} has no recorded --validation")
+    refuse_in_flight(record, what="verifying")
+    dirty = git.status_porcelain(worktree)
+    if dirty:
+        raise StateError(
+            "worktree-dirty",
+            f"unit {record.unit_id} worktree has uncommitted changes — a verification must "
+            "run on a commit",
+            detail={"dirty": dirty[:20]},
+        )
+    head = git.head_commit(worktree)
+    if head is None:
+        raise StateError("no-head", f"unit {record.unit_id} worktree has no HEAD commit")
+    return head
+
+
+def _run(repo: str, options: VerifyOptions) -> dict[str, Any]:
+    workspace = Workspace.open(repo)
+    unit_id = validation.unit_id(options.unit)
+    seconds = validation.lock_timeout(options.lock_timeout)
+    record = load(workspace, unit_id)
+    if options.dry_run:
+        head = _preconditions(record)
+        return {"ok": True, "dry_run": True, "command": record.validation, "head": head}
+    with locked(workspace, unit_id, command=f"unit verify --unit {unit_id}", seconds=seconds):
+        record = load(workspace, unit_id)
+        _stop_earlier_run(record)
+        head = _preconditions(record)
+        worktree = Path(record.worktree)
+        tracked = git.tracked_status(worktree)
+        progress(f"unit verify {unit_id}: {record.validation}")
+
+        def journal_child(child: ProcessIdentity) -> None:
+            record.extra["verification_child"] = {**child.to_json(), "sha": head}
+            workspace.registry.write(record)
+
+        try:
+            result = run_streamed(
+                ["sh", "-c", record.validation],
+                cwd=worktree,
+                timeout_seconds=_timeout(),
+                sink=sys.stderr.buffer,
+                on_start=journal_child,
+            )
+            exit_code, seconds_taken, tail = result.exit_code, result.seconds, result.output_tail
+        except ChildTimeout as timeout:
+            record.extra.pop("verification_child", None)
+            workspace.registry.write(record)
+            raise StateError(
+                "timeout",
+                f"validation timed out after {int(timeout.seconds)}s",
+                detail={"output_tail": timeout.output_tail[-TAIL_CHARACTERS:]},
+            ) from None
+        record.extra.pop("verification_child", None)
+        if git.head_commit(worktree) != head or git.tracked_status(worktree) != tracked:
+            workspace.registry.write(record)
+            raise StateError(
+                "head-moved",
+                "head moved during verification — nothing was recorded",
+                detail={"head_before": head, "head_after": git.head_commit(worktree)},
+                next_step="make sure nothing commits in the worktree while it is verified, then "
+                "verify again",
+            )
+        verification = {
+            "sha": head,
+            "command": record.validation,
+            "exit_code": exit_code,
+            "seconds": seconds_taken,
+            "output_tail": tail[-TAIL_CHARACTERS:],
+            "at": iso_z(),
+        }
+        record.verification = verification
+        workspace.registry.write(record)
+        workspace.registry.append_event(
+            {
+                "command": "verify",
+                "step": "verification",
+                "status": "done",
+                "at": iso_z(),
+                "unit": unit_id,
+                "detail": {k: v for k, v in verification.items() if k != "output_tail"},
+            }
+        )
+    if exit_code != 0:
+        raise StateError(
+            "validation-failed",
+            f"validation failed: exit {exit_code}",
+            detail={"verification": verification},
+        )
+    return {"ok": True, "verification": verification}
+
+
+def _stop_earlier_run(record: UnitRecord) -> None:
+    """A verify killed with its lead leaves its validation running: stop that exact process."""
+    child = ProcessIdentity.from_json(record.extra.get("verification_child"))
+    if child is not None and is_alive(child):
+        progress(f"unit verify {record.unit_id}: stopping the earlier validation pid {child.pid}")
+        kill_tree(child, grace_seconds=2.0)
