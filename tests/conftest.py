@@ -283,3 +283,38 @@ def fake_partners(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakePartne
     monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), os.environ["PATH"]]))
     monkeypatch.setenv("FAKE_LOG", str(log_file))
     return FakePartners(bin_dir, log_file)
+
+
+GITHUB_TOKEN = "ghp_" + "T0kenThatMustNeverBePrinted42"
+
+
+@pytest.fixture
+def github(httpserver: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A stateful fake GitHub over real HTTP; the CLI reaches it through PyGithub."""
+    import re
+
+    from tests.fakes.github_server import FakeGitHub
+
+    fake = FakeGitHub(base_url=httpserver.url_for("/api/v3"))
+    httpserver.expect_request(re.compile(r"^/api/v3/.*")).respond_with_handler(fake.handle)
+    monkeypatch.setenv("GITHUB_API_URL", fake.base_url)
+    monkeypatch.setenv("GITHUB_REPOSITORY", fake.repository)
+    monkeypatch.setenv("GH_TOKEN", GITHUB_TOKEN)
+    return fake
+
+
+def write_record(sandbox: Sandbox, unit_id: str, **fields: Any) -> None:
+    """A minimal valid unit record, for tests about the registry rather than worktrees."""
+    record = {
+        "schema_version": 1,
+        "unit_id": unit_id,
+        "worktree": str(sandbox.root / "worktrees" / unit_id),
+        "branch": f"feat/{unit_id}",
+        "base": "main",
+        "lifecycle": "working",
+        "staffing": {"current": {"partner": "script", "model": "cat"}},
+        **fields,
+    }
+    units = sandbox.registry / "units"
+    units.mkdir(parents=True, exist_ok=True)
+    (units / f"{unit_id}.json").write_text(json.dumps(record))

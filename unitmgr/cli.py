@@ -100,14 +100,17 @@ def create(
 
 @app.command("list")
 def list_command(
-    repo: Repo = ".", lock_timeout: LockTimeout = "30", output_format: Format = "json"
+    prs: Annotated[bool, typer.Option("--prs", help="Also read each branch's PRs.")] = False,
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+    output_format: Format = "json",
 ) -> dict[str, Any] | Rendered:
     """Every unit with what is observed and the command that recovers it."""
     from unitmgr import observe, table
     from unitmgr.workspace import Workspace
 
     fmt = _format(output_format)
-    document = observe.list_units(Workspace.open(repo))
+    document = observe.list_units(Workspace.open(repo), with_pulls=prs)
     return Rendered(table.list_units(document)) if fmt == "table" else document
 
 
@@ -281,6 +284,53 @@ def wait(
 
     return waiting.run(
         repo, waiting.WaitOptions(units=list(unit or []), since=since, timeout_min=timeout_min)
+    )
+
+
+@app.command()
+def intake(
+    label: Annotated[str | None, typer.Option("--label", help="The ready-issue label.")] = None,
+    milestone: Annotated[
+        str | None, typer.Option("--milestone", help="A milestone title or number.")
+    ] = None,
+    max_active: Annotated[str, typer.Option("--max-active")] = "2",
+    max_held: Annotated[str, typer.Option("--max-held")] = "2",
+    limit: Annotated[str, typer.Option("--limit")] = "30",
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+    output_format: Format = "json",
+) -> dict[str, Any] | Rendered:
+    """Free slots and the ready issues (with their dependencies) that may start."""
+    from unitmgr import intake as reading
+    from unitmgr import table
+
+    fmt = _format(output_format)
+    document = reading.run(
+        repo,
+        reading.IntakeOptions(
+            label=label, milestone=milestone, max_active=max_active, max_held=max_held, limit=limit
+        ),
+    )
+    return Rendered(table.intake(document)) if fmt == "table" else document
+
+
+@app.command()
+def merge(
+    unit: Annotated[str, typer.Option("--unit")],
+    head: Annotated[str | None, typer.Option("--head", help="The exact PR head SHA.")] = None,
+    method: Annotated[str, typer.Option("--method", help="merge|squash|rebase")] = "merge",
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+    dry_run: DryRun = False,
+) -> dict[str, Any]:
+    """Merge the unit's PR at --head, only when every gate of the merge hold passes."""
+    from unitmgr import merge as delivery
+
+    return delivery.run(
+        repo,
+        delivery.MergeOptions(
+            unit=unit, head=head, method=method, lock_timeout=lock_timeout, dry_run=dry_run
+        ),
     )
 
 

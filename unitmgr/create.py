@@ -37,6 +37,8 @@ from registry.store import UnreadableRecord
 from registry.timeutil import iso_z
 from unitmgr import capacity, git, validation
 from unitmgr.archive import archive_pair_state
+from unitmgr.forge import PullRequest
+from unitmgr.forge_github import open_forge
 from unitmgr.journal import Journal
 from unitmgr.observe import describe, worktree_rows
 from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
@@ -272,9 +274,15 @@ def resolve_base(workspace: Workspace, request: Request, deadline: Deadline) -> 
 # -- Phase B: admission, conflicts, reservation -------------------------------------------------
 
 
-def admit(entries: list[UnitRecord | UnreadableRecord], request: Request) -> dict[str, Any]:
+def admit(
+    entries: list[UnitRecord | UnreadableRecord],
+    request: Request,
+    pulls: dict[str, list[PullRequest]] | None,
+) -> dict[str, Any]:
     """The capacity, or the `admission-paused` refusal when no slot is free."""
-    admission = capacity.compute(entries, max_active=request.max_active, max_held=request.max_held)
+    admission = capacity.compute(
+        entries, max_active=request.max_active, max_held=request.max_held, pulls=pulls
+    )
     if admission["slots"] <= 0:
         raise StateError(
             "admission-paused",
@@ -435,15 +443,18 @@ def _run(repo: str, options: CreateOptions) -> dict[str, Any]:
     deadline = Deadline(request.lock_timeout)
     if existing is not None:
         return Builder.resume(workspace, request, deadline)
-    # An advisory admission check before any fetch or lock: a full registry refuses at once.
-    # The decision that counts is taken again under the registry lock (Phase B).
-    admit(workspace.registry.scan(), request)
+    # Live PR state is read now (network, no lock); an advisory admission check refuses a full
+    # registry before any fetch or lock. The decision that counts is taken again under the
+    # registry lock (Phase B) from a fresh read of every record.
+    entries = workspace.registry.scan()
+    pulls = capacity.live_pr_state(open_forge(workspace), capacity.refuse_unreadable(entries))
+    admit(entries, request, pulls)
     base = resolve_base(workspace, request, deadline)
     if git.has_remote(workspace.toplevel) and git.remote_branch_head(
         request.branch, cwd=workspace.toplevel
     ):
         raise StateError("branch-exists", f"branch {request.branch} already exists at origin")
-    return Builder.reserve_and_build(workspace, request, base, deadline)
+    return Builder.reserve_and_build(workspace, request, base, deadline, pulls)
 
 
 def dry_run(workspace: Workspace, request: Request, existing: UnitRecord | None) -> dict[str, Any]:
@@ -471,7 +482,8 @@ def dry_run(workspace: Workspace, request: Request, existing: UnitRecord | None)
         return {"ok": True, "dry_run": True, "status": "resume", "plan": plan}
     base = resolve_base(workspace, request, Deadline(0))
     entries = workspace.registry.scan()
-    admission = admit(entries, request)
+    pulls = capacity.live_pr_state(open_forge(workspace), capacity.refuse_unreadable(entries))
+    admission = admit(entries, request, pulls)
     check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
     if git.has_remote(workspace.toplevel) and git.remote_branch_head(
         request.branch, cwd=workspace.toplevel
@@ -511,7 +523,12 @@ class Builder:
 
     @classmethod
     def reserve_and_build(
-        cls, workspace: Workspace, request: Request, base: Base, deadline: Deadline
+        cls,
+        workspace: Workspace,
+        request: Request,
+        base: Base,
+        deadline: Deadline,
+        pulls: dict[str, list[PullRequest]] | None,
     ) -> dict[str, Any]:
         registry = workspace.registry
         label = command_label(request.unit_id)
@@ -524,7 +541,7 @@ class Builder:
                 builder = (
                     None
                     if registry.exists(request.unit_id)
-                    else cls._reserve(workspace, request, base, unit_lock, deadline)
+                    else cls._reserve(workspace, request, base, unit_lock, deadline, pulls)
                 )
             finally:
                 registry_lock.release()
@@ -542,10 +559,15 @@ class Builder:
         base: Base,
         unit_lock: FileLock,
         deadline: Deadline,
+        pulls: dict[str, list[PullRequest]] | None,
     ) -> Builder:
-        """Admission, conflicts and the `creating` record: the caller holds the registry lock."""
+        """Admission, conflicts and the `creating` record: the caller holds the registry lock.
+
+        Nothing slow runs here: the live PR state was read before the lock; a unit reserved
+        since then has no pull request yet and counts active.
+        """
         entries = workspace.registry.scan()
-        admission = admit(entries, request)
+        admission = admit(entries, request, pulls)
         check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
         builder = cls(workspace, new_record(workspace, request, base), unit_lock, deadline)
         builder.journal.write("reserve", "started", {"capacity": admission})

@@ -32,6 +32,8 @@ from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from unitmgr import git, validation
 from unitmgr.archive import archive_pair_state
+from unitmgr.forge import PullRequest
+from unitmgr.forge_github import open_forge
 from unitmgr.journal import Journal
 from unitmgr.observe import worktree_rows
 from unitmgr.steps import DISMANTLE_STEPS
@@ -91,8 +93,8 @@ def _plan(
 ) -> dict[str, Any]:
     if isinstance(entry, UnitRecord):
         _refuse_in_flight(entry)
-        if not forced:
-            _refuse_unproved(entry)
+        if not forced and not (entry.pr or {}).get("proved"):
+            merged_proof(workspace, entry)
         journal = Journal(workspace.registry, entry, "dismantle", field="cleanup")
         first = journal.first_unfinished()
         plan = [
@@ -112,11 +114,28 @@ def _refuse_in_flight(record: UnitRecord) -> None:
     refuse_in_flight(record, what="dismantling (refused even with --force)")
 
 
-def _refuse_unproved(record: UnitRecord) -> None:
+def merged_proof(workspace: Workspace, record: UnitRecord) -> PullRequest:
+    """The merged PR that proves the unit's work landed, or the `no-merged-pr` refusal.
+
+    The PR must be merged with a head equal to the local branch head; once the local branch is
+    gone (a resumed dismantle), any merged PR of the branch on the recorded base proves it.
+    """
+    forge = open_forge(workspace)
+    pulls = forge.pulls_for_branch(record.branch) if forge is not None else []
+    local_head = git.resolve_commit(f"refs/heads/{record.branch}", cwd=workspace.toplevel)
+    for pull in pulls:
+        if pull.state != "merged":
+            continue
+        if (local_head and pull.head_sha == local_head) or (
+            local_head is None and pull.base == record.base
+        ):
+            return pull
+    why = "" if forge is not None else " (GitHub is not configured)"
     raise StateError(
         "no-merged-pr",
         f"unit {record.unit_id} has no proved merged PR; abandoned cleanup requires --force "
-        f"{record.unit_id}",
+        f"{record.unit_id}{why}",
+        detail={"local_head": local_head, "pulls": [pull.to_json() for pull in pulls]},
         next_step=f"unit dismantle --unit {record.unit_id} --force {record.unit_id}",
     )
 
@@ -163,8 +182,9 @@ class Dismantler:
         record = self.record
         if not self.unreadable:
             _refuse_in_flight(record)
-            if not self.forced:
-                _refuse_unproved(record)
+            if not self.forced and not (record.pr or {}).get("proved"):
+                proof = merged_proof(self.workspace, record)
+                record.pr = {**proof.to_json(), "proved": True}
             if self.forced and record.abandoned is None:
                 record.abandoned = self._abandoned()
                 self.registry.append_event(
@@ -227,7 +247,7 @@ class Dismantler:
             "ok": True,
             "status": "dismantled",
             "unit_id": record.unit_id,
-            "merged_pr": None,
+            "merged_pr": record.pr if (record.pr or {}).get("proved") else None,
             "forced": self.forced,
             "archive": record.archive,
         }

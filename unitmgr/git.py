@@ -141,6 +141,11 @@ def check_branch_name(branch: str, *, cwd: Path) -> bool:
     return result.returncode == 0 and not branch.startswith("-")
 
 
+def remote_url(cwd: Path, name: str = "origin") -> str | None:
+    result = run_git(["remote", "get-url", name], cwd=cwd, step="remote url", check=False)
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
 def has_remote(cwd: Path, name: str = "origin") -> bool:
     result = run_git(["remote"], cwd=cwd, step="list remotes", check=False)
     return name in result.stdout.split()

@@ -18,6 +18,7 @@ from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_z
 from unitmgr import git
+from unitmgr.forge import Forge
 from unitmgr.steps import CREATE_PHASES
 from unitmgr.workspace import Workspace, realpath
 
@@ -35,20 +36,37 @@ def pair_status(record: UnitRecord) -> dict[str, Any]:
     return read_status(record.pair.state_dir)
 
 
-def observed(record: UnitRecord, rows: dict[str, git.WorktreeRow]) -> dict[str, Any]:
+def observed(
+    record: UnitRecord, rows: dict[str, git.WorktreeRow], forge: Forge | None = None
+) -> dict[str, Any]:
     row = rows.get(realpath(record.worktree))
     pair = pair_status(record)
-    return {
+    seen: dict[str, Any] = {
         "worktree": row.to_json() if row else None,
         "pair": pair,
         "latest_receipt": pair.get("latest_receipt") if pair.get("ok") else None,
     }
+    if forge is not None:
+        seen["pull_requests"] = pull_requests(forge, record)
+    return seen
 
 
-def describe(record: UnitRecord, rows: dict[str, git.WorktreeRow]) -> dict[str, Any]:
+def pull_requests(forge: Forge, record: UnitRecord) -> list[dict[str, Any]] | dict[str, Any]:
+    """The branch's pull requests, or `{error}` when GitHub cannot be read."""
+    from registry.errors import ToolError
+
+    try:
+        return [pull.to_json() for pull in forge.pulls_for_branch(record.branch)]
+    except ToolError as error:
+        return {"error": error.reason, "code": error.code}
+
+
+def describe(
+    record: UnitRecord, rows: dict[str, git.WorktreeRow], forge: Forge | None = None
+) -> dict[str, Any]:
     """The record with `observed` inside it (SPEC 3.0 output shapes)."""
     view = record.to_json()
-    view["observed"] = observed(record, rows)
+    view["observed"] = observed(record, rows, forge)
     return view
 
 
@@ -191,7 +209,13 @@ def restaff_command(workspace: Workspace, record: UnitRecord) -> str:
 # -- list ------------------------------------------------------------------------------------
 
 
-def list_units(workspace: Workspace) -> dict[str, Any]:
+def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, Any]:
+    """Every record; offline unless `with_pulls` (`--prs`) asks GitHub for each branch's PRs."""
+    forge = None
+    if with_pulls:
+        from unitmgr.forge_github import open_forge
+
+        forge = open_forge(workspace)
     rows = worktree_rows(workspace)
     units = []
     for entry in workspace.registry.scan():
@@ -200,7 +224,7 @@ def list_units(workspace: Workspace) -> dict[str, Any]:
             view["observed"] = None
             view["recovery"] = recovery(workspace, entry)
         else:
-            view = describe(entry, rows)
+            view = describe(entry, rows, forge)
             view["recovery"] = recovery(workspace, entry, pair=view["observed"]["pair"])
         units.append(view)
     return {"ok": True, "repository": str(workspace.toplevel), "units": units}

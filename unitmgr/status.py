@@ -14,6 +14,7 @@ from registry.errors import StateError
 from registry.records import UnitRecord
 from unitmgr import validation
 from unitmgr.addendum import notify
+from unitmgr.forge_github import open_forge
 from unitmgr.journal import Journal
 from unitmgr.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace
@@ -44,7 +45,8 @@ def status_unit(repo: str, unit: str) -> dict[str, Any]:
     if record is None:
         raise StateError("no-such-unit", f"unit {unit_id} is not recorded")
     rows = worktree_rows(workspace)
-    view = describe(record, rows)
+    forge = open_forge(workspace)
+    view = describe(record, rows, forge)
     pair = view["observed"]["pair"]
     document: dict[str, Any] = {"ok": True}
     warnings = []
@@ -72,7 +74,7 @@ def status_unit(repo: str, unit: str) -> dict[str, Any]:
                         if seq is not None:
                             document["notice_seq"] = seq
                     workspace.registry.write(fresh)
-                    view = describe(fresh, rows)
+                    view = describe(fresh, rows, forge)
                 write_back = "written"
             finally:
                 lock.release()

@@ -126,3 +126,31 @@ def status_unit(document: dict[str, Any]) -> str:
     if unit.get("error"):
         lines.append(f"error      {_cut(unit['error'], 68)}")
     return "\n".join(lines) + "\n"
+
+
+def intake(document: dict[str, Any]) -> str:
+    capacity = document["capacity"]
+    lines = [
+        f"{document['repository']}: {capacity['slots']} slot(s) free "
+        f"(active {capacity['active']}/{capacity['max_active']}, held {capacity['held']}/"
+        f"{capacity['max_held']}, PR state {capacity['pr_state']})",
+    ]
+    header = ["ISSUE", "READY", "DEPENDS ON", "TITLE"]
+    widths = [7, 5, 18, 44]
+    rows = []
+    for candidate in document["candidates"]:
+        waiting = [
+            f"#{d['number']} {d['state']}" for d in candidate["depends_on"] if not d.get("merged")
+        ]
+        rows.append(
+            [
+                f"#{candidate['number']}",
+                "yes" if candidate["ready"] else "no",
+                ", ".join(waiting) or "-",
+                candidate["title"],
+            ]
+        )
+    lines.append(_rows(header, rows, widths) if rows else "no candidates")
+    if document.get("capped"):
+        lines.append("! the listing hit --limit: there may be more candidates")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,288 @@
+"""`unit merge` (SPEC 3.8): the merge hold, enforced in code.
+
+A unit's pull request is merged through the GitHub API only when every gate holds:
+
+- `single_open_pr` — exactly one open PR for the branch; `not_draft`; `base` — it targets the
+  recorded base; `head_matches` — its head is `--head`;
+- `scope_approval` — `unit scope --approve` was recorded on that head;
+- `review_approved` — taking each reviewer's latest APPROVED or CHANGES_REQUESTED review, someone
+  other than the author approved exactly that head, and nobody's latest review requests changes;
+- `checks_green` — the latest status per context and the latest check run per name on the head
+  pass, and every context the base branch's protection requires is present;
+- `verification` — a passing `unit verify` recorded on that head.
+
+The merge call carries the head SHA, so GitHub refuses if the head moved in between. The branch
+is never deleted here (dismantle does that, after the worktree is gone).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from registry.errors import StateError, UsageError, marking_dry_run
+from registry.records import UnitRecord
+from registry.timeutil import iso_z
+from unitmgr import validation
+from unitmgr.forge import NOT_CONFIGURED, Check, Forge, PullRequest, RequiredChecks, Review
+from unitmgr.forge_github import open_forge
+from unitmgr.units import load, locked
+from unitmgr.workspace import Workspace
+
+METHODS = ("merge", "squash", "rebase")
+GATES = (
+    "single_open_pr",
+    "not_draft",
+    "base",
+    "head_matches",
+    "scope_approval",
+    "review_approved",
+    "checks_green",
+    "verification",
+)
+PASSING_CHECK_RUN = ("success", "neutral", "skipped")
+
+
+@dataclass(frozen=True)
+class MergeOptions:
+    unit: str
+    head: str | None = None
+    method: str = "merge"
+    lock_timeout: str = "30"
+    dry_run: bool = False
+
+
+def run(repo: str, options: MergeOptions) -> dict[str, Any]:
+    with marking_dry_run(options.dry_run):
+        return _run(repo, options)
+
+
+def _run(repo: str, options: MergeOptions) -> dict[str, Any]:
+    workspace = Workspace.open(repo)
+    unit_id = validation.unit_id(options.unit)
+    head = validation.required(options.head, "--head", "merge")
+    if not all(c in "0123456789abcdef" for c in head.lower()) or len(head) < 7:
+        raise UsageError("invalid-head", f"--head must be a commit SHA, got {head!r}")
+    if options.method not in METHODS:
+        raise UsageError(
+            "invalid-method", f"--method must be merge, squash or rebase, got {options.method!r}"
+        )
+    seconds = validation.lock_timeout(options.lock_timeout)
+    record = load(workspace, unit_id)
+    forge = open_forge(workspace)
+    if forge is None:
+        raise StateError("github-not-configured", f"merge {NOT_CONFIGURED}")
+    if options.dry_run:
+        gates, pull = evaluate(forge, record, head)
+        merged = _already_merged(forge, record, head)
+        if merged is not None:
+            return {"ok": True, "dry_run": True, "status": "already-merged", "gates": []}
+        _refuse_held(gates)
+        return {"ok": True, "dry_run": True, "gates": gates, "pr": pull.to_json() if pull else None}
+    with locked(workspace, unit_id, command=f"unit merge --unit {unit_id}", seconds=seconds):
+        record = load(workspace, unit_id)
+        merged = _already_merged(forge, record, head)
+        if merged is not None:
+            return _done(workspace, record, merged, options.method, "already-merged")
+        gates, pull = evaluate(forge, record, head)
+        _refuse_held(gates)
+        assert pull is not None
+        try:
+            merge_sha = forge.merge(pull.number, sha=head, method=options.method)
+        except Exception as error:
+            status = getattr(error, "status", None)
+            if status in (405, 409, 422):
+                merged = _already_merged(forge, record, head)
+                if merged is not None:  # a retried PUT whose first attempt had merged it
+                    return _done(workspace, record, merged, options.method, "already-merged")
+                current = forge.pull(pull.number)
+                raise StateError(
+                    "merge-refused",
+                    f"GitHub refused the merge of #{pull.number} at {head}"
+                    + (
+                        f": the head moved to {current.head_sha}"
+                        if current.head_sha != head
+                        else ""
+                    ),
+                    detail={"status": status, "pr": current.to_json()},
+                    next_step="check the new head, re-run the gates (scope, verify, review) on it",
+                ) from None
+            raise
+        merged_pull = PullRequest(
+            **{**pull.__dict__, "state": "merged", "merge_commit_sha": merge_sha}
+        )
+        return _done(workspace, record, merged_pull, options.method, "merged")
+
+
+def _already_merged(forge: Forge, record: UnitRecord, head: str) -> PullRequest | None:
+    for pull in forge.pulls_for_branch(record.branch):
+        if pull.state == "merged" and pull.head_sha == head:
+            return pull
+    return None
+
+
+def _done(
+    workspace: Workspace, record: UnitRecord, pull: PullRequest, method: str, status: str
+) -> dict[str, Any]:
+    summary = {
+        "number": pull.number,
+        "url": pull.url,
+        "head": pull.head_sha,
+        "merge_commit_sha": pull.merge_commit_sha,
+        "method": method,
+    }
+    record.pr = {**summary, "state": "merged", "merged_recorded_at": iso_z()}
+    workspace.registry.write(record)
+    workspace.registry.append_event(
+        {
+            "command": "merge",
+            "step": status,
+            "status": "done",
+            "at": iso_z(),
+            "unit": record.unit_id,
+            "detail": summary,
+        }
+    )
+    return {"ok": True, "status": status, "pr": summary, "unit_id": record.unit_id}
+
+
+def _refuse_held(gates: list[dict[str, Any]]) -> None:
+    failing = [gate for gate in gates if not gate["ok"]]
+    if failing:
+        raise StateError(
+            "held",
+            f"held: {failing[0]['why']}",
+            detail={"gates": gates},
+            next_step="resolve every failing gate in detail.gates, then merge again",
+        )
+
+
+def _gate(name: str, ok: bool, why: str) -> dict[str, Any]:
+    return {"gate": name, "ok": ok, "why": why}
+
+
+def evaluate(
+    forge: Forge, record: UnitRecord, head: str
+) -> tuple[list[dict[str, Any]], PullRequest | None]:
+    """Every gate, in order, each `{gate, ok, why}`; and the one open PR if there is one."""
+    open_pulls = [pull for pull in forge.pulls_for_branch(record.branch) if pull.state == "open"]
+    gates = []
+    pull = open_pulls[0] if len(open_pulls) == 1 else None
+    gates.append(
+        _gate(
+            "single_open_pr",
+            pull is not None,
+            f"#{pull.number} is the one open PR for {record.branch}"
+            if pull
+            else f"{len(open_pulls)} open PRs for branch {record.branch}",
+        )
+    )
+    if pull is None:
+        for name in GATES[1:]:
+            gates.append(_gate(name, False, "no single open PR to check"))
+        return gates, None
+    gates.append(
+        _gate("not_draft", not pull.draft, "draft PR" if pull.draft else "ready for review")
+    )
+    gates.append(
+        _gate(
+            "base",
+            pull.base == record.base,
+            f"targets {pull.base}" + ("" if pull.base == record.base else f", not {record.base}"),
+        )
+    )
+    gates.append(
+        _gate(
+            "head_matches",
+            pull.head_sha == head,
+            f"PR head is {pull.head_sha}"
+            + ("" if pull.head_sha == head else f", not --head {head}"),
+        )
+    )
+    approval = (record.scope_approval or {}).get("sha")
+    gates.append(
+        _gate(
+            "scope_approval",
+            approval == head,
+            "scope approved on the head"
+            if approval == head
+            else "no scope approval recorded (unit scope --unit ID --approve)"
+            if approval is None
+            else f"head moved from {approval} to {head} after scope approval",
+        )
+    )
+    gates.append(review_gate(forge.reviews(pull.number), pull, head))
+    gates.append(checks_gate(forge.checks(head), forge.required_checks(record.base)))
+    verification = record.verification or {}
+    verified = verification.get("sha") == head and verification.get("exit_code") == 0
+    gates.append(
+        _gate(
+            "verification",
+            verified,
+            "a passing unit verify is recorded on the head"
+            if verified
+            else "no verification recorded (unit verify --unit ID)"
+            if not verification
+            else f"the recorded verification is on {verification.get('sha')}, not {head}"
+            if verification.get("sha") != head
+            else f"the recorded verification failed: exit {verification.get('exit_code')}",
+        )
+    )
+    return gates, pull
+
+
+def review_gate(reviews: list[Review], pull: PullRequest, head: str) -> dict[str, Any]:
+    latest: dict[str, Review] = {}
+    for review in reviews:  # chronological: a later decisive review replaces an earlier one
+        if review.state in ("APPROVED", "CHANGES_REQUESTED"):
+            latest[review.user] = review
+    blocking = sorted(
+        user for user, review in latest.items() if review.state == "CHANGES_REQUESTED"
+    )
+    if blocking:
+        return _gate("review_approved", False, "changes requested by " + ", ".join(blocking))
+    approvers = sorted(
+        user
+        for user, review in latest.items()
+        if review.state == "APPROVED" and review.commit_id == head and user != pull.author
+    )
+    if approvers:
+        return _gate("review_approved", True, "approved on the head by " + ", ".join(approvers))
+    stale = [u for u, r in latest.items() if r.state == "APPROVED" and r.commit_id != head]
+    if stale:
+        return _gate(
+            "review_approved",
+            False,
+            "approved on an earlier head only (" + ", ".join(sorted(stale)) + ")",
+        )
+    return _gate(
+        "review_approved", False, "no approval on the head from someone other than the author"
+    )
+
+
+def checks_gate(checks: list[Check], required: RequiredChecks) -> dict[str, Any]:
+    latest: dict[tuple[str, str], Check] = {}
+    for check in checks:
+        key = (check.kind, check.name)
+        if key not in latest or (check.at or "") >= (latest[key].at or ""):
+            latest[key] = check
+    failing = sorted(
+        f"{check.name} ({check.state})"
+        for (kind, _), check in latest.items()
+        if not (
+            check.state == "success" or (kind == "check_run" and check.state in PASSING_CHECK_RUN)
+        )
+    )
+    present = {name for _, name in latest}
+    missing = sorted(set(required.contexts) - present)
+    problems = []
+    if failing:
+        problems.append("not green: " + ", ".join(failing))
+    if missing:
+        problems.append("required but missing: " + ", ".join(missing))
+    if problems:
+        return _gate("checks_green", False, "; ".join(problems))
+    why = f"{len(latest)} check(s) green" if latest else "no checks reported"
+    if not required.readable:
+        why += f" ({required.why}; only reported statuses and checks count)"
+    return _gate("checks_green", True, why)
