@@ -222,8 +222,10 @@ class UnitRecord(Record):
     restaff_phase: str | None = None
     pair: PairRef | None = None
     pending_notice: dict[str, Any] | None = None
+    addenda: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     scope_approval: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None
+    verification_child: dict[str, Any] | None = None
     pr: dict[str, Any] | None = None
     journal: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     cleanup: list[dict[str, Any]] = dataclasses.field(default_factory=list)

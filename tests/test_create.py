@@ -65,6 +65,7 @@ def test_create_reaches_working_and_dismantle_leaves_nothing(sandbox: Sandbox) -
         "local-branch",
         "remote-branch",
         "manifest",
+        "record",
     ]
     assert Path(gone["archive"], "transcripts").exists() or any(
         Path(gone["archive"]).rglob("*-receipt.json")

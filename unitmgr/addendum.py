@@ -4,13 +4,15 @@ Under the unit lock:
 
 1. `append`: the text (trailing whitespace stripped) is appended to the manifest as
    `\\n## Addendum — <YYYY-MM-DDTHH:MM:SSZ>\\n<text>\\n`, atomically; `pending_notice
-   {addendum_at, sha256}` is journaled.
+   {addendum_at, sha256}` is journaled, and the addendum is kept in the record's `addenda` so a
+   lost manifest can be restored exactly (`--restore-manifest`).
 2. `notify`: unless a turn is in flight, a `task` turn tells the executor to re-read the whole
    manifest (naming its path and carrying its full text); `pending_notice` is cleared.
 
 With a turn in flight the addendum is refused, or with `--queue` only appended: the next
-`unit status --unit ID` (or addendum) sends the notice. Repeating an addendum whose sha256 equals
-the pending notice does not append again; it resumes at `notify`.
+`unit status --unit ID` (or addendum) sends the notice. Repeating an addendum resumes it: the
+journal (or a pending notice with the same sha256) says what was already done, so nothing is
+appended or sent twice.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class AddendumOptions:
     text: str | None = None
     file: str | None = None
     queue: bool = False
+    restore_manifest: bool = False
     lock_timeout: str = "30"
     dry_run: bool = False
 
@@ -51,7 +54,9 @@ def run(repo: str, options: AddendumOptions) -> dict[str, Any]:
 
 def _text(options: AddendumOptions) -> str:
     if (options.text is None) == (options.file is None):
-        raise UsageError("usage", "addendum needs exactly one of --text T or --file F")
+        raise UsageError(
+            "usage", "addendum needs exactly one of --text T or --file F (or --restore-manifest)"
+        )
     if options.file is not None:
         try:
             text = Path(options.file).read_text(encoding="utf-8")
@@ -71,36 +76,53 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def block(at: str, text: str) -> str:
+    return HEADER.format(at=at) + text + "\n"
+
+
+def manifest_text(record: UnitRecord) -> str:
+    """What the manifest must hold: the task, then every recorded addendum in order."""
+    addenda = record.addenda
+    return record.task + "\n" + "".join(block(a["at"], a["text"]) for a in addenda)
+
+
 def _run(repo: str, options: AddendumOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     seconds = validation.lock_timeout(options.lock_timeout)
+    if options.restore_manifest:
+        if options.text is not None or options.file is not None:
+            raise UsageError("usage", "--restore-manifest takes no --text or --file")
+        return _restore(workspace, unit_id, seconds, options.dry_run)
     text = _text(options)
     record = load(workspace, unit_id)
     if options.dry_run:
-        repeat = (record.pending_notice or {}).get("sha256") == digest(text)
-        _refuse_unless_queued(record, options.queue, repeat)
+        appended = _already_appended(record, Journal(workspace.registry, record, "addendum"), text)
+        _refuse(record, options.queue, appended)
         return {
             "ok": True,
             "dry_run": True,
             "plan": [
-                {"step": "append", "action": "skip" if repeat else "run", "detail": None},
+                {"step": "append", "action": "skip" if appended else "run", "detail": None},
                 {"step": "notify", "action": "run", "detail": None},
             ],
         }
     with locked(workspace, unit_id, command=f"unit addendum --unit {unit_id}", seconds=seconds):
         record = load(workspace, unit_id)
-        repeat = (record.pending_notice or {}).get("sha256") == digest(text)
-        _refuse_unless_queued(record, options.queue, repeat)
         journal = Journal(workspace.registry, record, "addendum")
-        if repeat:
-            journal.write("append", "skipped", {"skipped": "already appended (same sha256)"})
+        appended = _already_appended(record, journal, text)
+        _refuse(record, options.queue, appended)
+        if appended:
+            if not journal.is_done("append"):
+                journal.write("append", "skipped", {"skipped": "already appended (same sha256)"})
         else:
-            unfinished = journal.last_started("append")
-            if ((unfinished or {}).get("detail") or {}).get("sha256") != digest(text):
-                journal.clear()  # a new addendum starts its own journal
+            if _journal_sha(journal) != digest(text):
+                journal.clear()  # a different addendum: start a journal of its own
             append(record, journal, text)
-        status, seq = notify(record, journal)
+        if journal.is_done("notify"):
+            status, seq = "sent", record.pair.latest_seq if record.pair else None
+        else:
+            status, seq = notify(record, journal)
         journal.clear()
         workspace.registry.write(record)
         document: dict[str, Any] = {"ok": True, "status": status, "manifest": record.task_file}
@@ -110,15 +132,40 @@ def _run(repo: str, options: AddendumOptions) -> dict[str, Any]:
         return document
 
 
-def _refuse_unless_queued(record: UnitRecord, queue: bool, repeat: bool) -> None:
-    if manifest_state(record) == "differs":
+def _journal_sha(journal: Journal) -> str | None:
+    """The sha256 the unfinished addendum journal is about, if there is one."""
+    for entry in journal.entries:
+        if entry.get("command") == "addendum" and entry.get("step") == "append":
+            sha = (entry.get("detail") or {}).get("sha256")
+            if sha:
+                return str(sha)
+    return None
+
+
+def _already_appended(record: UnitRecord, journal: Journal, text: str) -> bool:
+    sha = digest(text)
+    if _journal_sha(journal) == sha and journal.is_done("append"):
+        return True
+    return (record.pending_notice or {}).get("sha256") == sha
+
+
+def _refuse(record: UnitRecord, queue: bool, appended: bool) -> None:
+    state = manifest_state(record)
+    if state == "differs":
         raise StateError(
             "manifest-differs",
             f"unit {record.unit_id} manifest differs from its recorded task — nothing appended",
             detail={"task_file": record.task_file},
         )
+    if state == "missing":
+        raise StateError(
+            "manifest-missing",
+            f"unit {record.unit_id} manifest is missing — nothing appended",
+            detail={"task_file": record.task_file},
+            next_step=f"unit addendum --unit {record.unit_id} --restore-manifest",
+        )
     in_flight = turn_in_flight(record)
-    if in_flight is not None and not queue and not repeat:
+    if in_flight is not None and not queue and not appended:
         raise StateError(
             "turn-in-flight",
             f"unit {record.unit_id} has an in-flight turn (seq {in_flight.get('seq')}) — nothing "
@@ -130,17 +177,20 @@ def _refuse_unless_queued(record: UnitRecord, queue: bool, repeat: bool) -> None
 def append(record: UnitRecord, journal: Journal, text: str) -> None:
     sha = digest(text)
     earlier = journal.last_started("append")
-    at = (earlier or {}).get("detail", {}).get("addendum_at") if earlier else None
-    if not (earlier and earlier.get("detail", {}).get("sha256") == sha and at):
-        at = iso_z()
-    block = HEADER.format(at=at) + text + "\n"
-    with journal.step("append", {"sha256": sha, "addendum_at": at}) as outcome:
+    earlier_detail = (earlier or {}).get("detail") or {}
+    at = earlier_detail.get("addendum_at") if earlier_detail.get("sha256") == sha else None
+    at = at or iso_z()
+    added = block(at, text)
+    # The text is journaled with the step, so `unit list` can print the exact command that
+    # resumes an addendum cut off here.
+    with journal.step("append", {"sha256": sha, "addendum_at": at, "text": text}) as outcome:
         manifest = Path(record.task_file)
-        current = manifest.read_text(encoding="utf-8") if manifest.exists() else record.task + "\n"
-        if not current.endswith(block):  # an append cut off after its write is not redone
-            write_text_atomic(manifest, current + block)
+        current = manifest.read_text(encoding="utf-8")
+        if not current.endswith(added):  # an append cut off after its write is not redone
+            write_text_atomic(manifest, current + added)
+        record.addenda.append({"at": at, "sha256": sha, "text": text})
         record.pending_notice = {"addendum_at": at, "sha256": sha}
-        outcome.update(addendum_at=at, sha256=sha, bytes=len(block.encode()))
+        outcome.update(addendum_at=at, sha256=sha, bytes=len(added.encode()))
 
 
 def notice_body(record: UnitRecord) -> str:
@@ -189,3 +239,39 @@ def notify(record: UnitRecord, journal: Journal) -> tuple[str, int | None]:
         record.pending_notice = None
         outcome.update(seq=seq)
     return "sent", seq
+
+
+def _restore(workspace: Workspace, unit_id: str, seconds: float, dry_run: bool) -> dict[str, Any]:
+    """Rewrite a missing manifest from the recorded task and addenda (never a differing one)."""
+    record = load(workspace, unit_id)
+    state = manifest_state(record)
+    if state == "differs":
+        raise StateError(
+            "manifest-differs",
+            f"unit {unit_id} manifest differs from its recorded task — it is not overwritten",
+            detail={"task_file": record.task_file},
+            next_step="move the file away (keep what matters), then restore",
+        )
+    if dry_run:
+        return {"ok": True, "dry_run": True, "status": "present" if state == "ok" else "restore"}
+    with locked(workspace, unit_id, command=f"unit addendum --unit {unit_id}", seconds=seconds):
+        record = load(workspace, unit_id)
+        manifest = Path(record.task_file)
+        restored = not manifest.exists()
+        if restored:
+            write_text_atomic(manifest, manifest_text(record))
+            workspace.registry.append_event(
+                {
+                    "command": "addendum",
+                    "step": "restore-manifest",
+                    "status": "done",
+                    "at": iso_z(),
+                    "unit": unit_id,
+                }
+            )
+    return {
+        "ok": True,
+        "status": "restored" if restored else "present",
+        "manifest": record.task_file,
+        "addenda": len(record.addenda),
+    }

@@ -206,6 +206,10 @@ def addendum(
     queue: Annotated[
         bool, typer.Option("--queue", help="Append now; notify once no turn is in flight.")
     ] = False,
+    restore_manifest: Annotated[
+        bool,
+        typer.Option("--restore-manifest", help="Rewrite a lost manifest from the record."),
+    ] = False,
     repo: Repo = ".",
     lock_timeout: LockTimeout = "30",
     dry_run: DryRun = False,
@@ -220,6 +224,7 @@ def addendum(
             text=text,
             file=file,
             queue=queue,
+            restore_manifest=restore_manifest,
             lock_timeout=lock_timeout,
             dry_run=dry_run,
         ),

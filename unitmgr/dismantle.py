@@ -220,14 +220,8 @@ class Dismantler:
             current = "record"
             self.journal.write("record", "started")
             self.registry.delete(record.unit_id)
-            self.registry.append_event(
-                {
-                    "command": "dismantle",
-                    "step": "record",
-                    "status": "done",
-                    "unit": record.unit_id,
-                }
-            )
+            self.journal.persist = False  # the record is gone: `done` goes to events.jsonl only
+            self.journal.write("record", "done")
         except Exception as error:
             code = error.code if isinstance(error, ToolError) else "step-failed"
             reason = error.reason if isinstance(error, ToolError) else str(error)

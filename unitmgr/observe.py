@@ -121,6 +121,7 @@ def recovery(
     entry: UnitRecord | UnreadableRecord,
     *,
     pair: dict[str, Any] | None = None,
+    row: git.WorktreeRow | None = None,
 ) -> dict[str, Any]:
     """`{needed, why, command}`: the exact command that resumes a unit needing it (SPEC 3.1)."""
     if isinstance(entry, UnreadableRecord):
@@ -144,6 +145,13 @@ def recovery(
         return {
             "needed": True,
             "why": "worktree missing",
+            "command": dismantle_command(workspace, record.unit_id, force=True),
+        }
+    if worktree_owned and row is not None and row.head is not None and not row.head.strip("0"):
+        # The branch ref was deleted behind unitmgr's back (git shows a zero HEAD).
+        return {
+            "needed": True,
+            "why": "branch missing",
             "command": dismantle_command(workspace, record.unit_id, force=True),
         }
     unfinished = {entry.get("command") for entry in record.journal}
@@ -178,6 +186,31 @@ def recovery(
             "needed": True,
             "why": "unfinished create journal",
             "command": create_command(workspace, record),
+        }
+    if lifecycle == "working" and "addendum" in unfinished:
+        text = next(
+            (
+                (entry.get("detail") or {}).get("text")
+                for entry in record.journal
+                if entry.get("command") == "addendum" and entry.get("step") == "append"
+            ),
+            None,
+        )
+        if text:
+            return {
+                "needed": True,
+                "why": "unfinished addendum",
+                "command": _command(
+                    workspace, "addendum", "--unit", record.unit_id, "--text", text, "--queue"
+                ),
+            }
+    if lifecycle not in CREATE_PHASES and record.task_file and not os.path.exists(record.task_file):
+        return {
+            "needed": True,
+            "why": "manifest missing",
+            "command": _command(
+                workspace, "addendum", "--unit", record.unit_id, "--restore-manifest"
+            ),
         }
     if record.pending_notice and not pair.get("in_flight"):
         return {
@@ -225,7 +258,12 @@ def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, A
             view["recovery"] = recovery(workspace, entry)
         else:
             view = describe(entry, rows, forge)
-            view["recovery"] = recovery(workspace, entry, pair=view["observed"]["pair"])
+            view["recovery"] = recovery(
+                workspace,
+                entry,
+                pair=view["observed"]["pair"],
+                row=rows.get(realpath(entry.worktree)),
+            )
         units.append(view)
     return {"ok": True, "repository": str(workspace.toplevel), "units": units}
 
@@ -350,7 +388,9 @@ def status_all(workspace: Workspace) -> dict[str, Any]:
             "pending_notice": record.pending_notice,
             "error": record.error,
         }
-        view["recovery"] = recovery(workspace, record, pair=status)
+        view["recovery"] = recovery(
+            workspace, record, pair=status, row=rows.get(realpath(record.worktree))
+        )
         units.append(view)
     return {
         "ok": True,

@@ -88,7 +88,7 @@ def _run(repo: str, options: VerifyOptions) -> dict[str, Any]:
         progress(f"unit verify {unit_id}: {record.validation}")
 
         def journal_child(child: ProcessIdentity) -> None:
-            record.extra["verification_child"] = {**child.to_json(), "sha": head}
+            record.verification_child = {**child.to_json(), "sha": head}
             workspace.registry.write(record)
 
         try:
@@ -101,14 +101,14 @@ def _run(repo: str, options: VerifyOptions) -> dict[str, Any]:
             )
             exit_code, seconds_taken, tail = result.exit_code, result.seconds, result.output_tail
         except ChildTimeout as timeout:
-            record.extra.pop("verification_child", None)
+            record.verification_child = None
             workspace.registry.write(record)
             raise StateError(
                 "timeout",
                 f"validation timed out after {int(timeout.seconds)}s",
                 detail={"output_tail": timeout.output_tail[-TAIL_CHARACTERS:]},
             ) from None
-        record.extra.pop("verification_child", None)
+        record.verification_child = None
         if git.head_commit(worktree) != head or git.tracked_status(worktree) != tracked:
             workspace.registry.write(record)
             raise StateError(
@@ -149,7 +149,7 @@ def _run(repo: str, options: VerifyOptions) -> dict[str, Any]:
 
 def _stop_earlier_run(record: UnitRecord) -> None:
     """A verify killed with its lead leaves its validation running: stop that exact process."""
-    child = ProcessIdentity.from_json(record.extra.get("verification_child"))
+    child = ProcessIdentity.from_json(record.verification_child)
     if child is not None and is_alive(child):
         progress(f"unit verify {record.unit_id}: stopping the earlier validation pid {child.pid}")
         kill_tree(child, grace_seconds=2.0)
