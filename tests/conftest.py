@@ -58,6 +58,41 @@ def _clean_environment(home: Path) -> dict[str, str]:
     return environment
 
 
+GITHUB_TOKEN = "ghp_" + "T0kenThatMustNeverBePrinted42"
+PLANTED_TOKENS = (
+    "ghp_" + "PlantedTokenNeverPrinted000",
+    "github_pat_" + "PlantedTokenNeverPrinted111",
+)
+CLI_OUTPUTS: list[str] = []
+
+
+def _files_holding(root: Path, secrets: tuple[str, ...]) -> list[str]:
+    found = []
+    needles = [secret.encode() for secret in secrets]
+    for path in root.rglob("*"):
+        try:
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                if any(needle in data for needle in needles):
+                    found.append(str(path))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture(autouse=True)
+def planted_tokens(tmp_path: Path, isolated_environment: Path) -> Any:
+    """Every test runs with GitHub tokens in its environment; none may ever be written or printed
+    (SPEC 8 redaction): after the test, no file under its temp dir and no CLI output holds one."""
+    CLI_OUTPUTS.clear()
+    yield
+    secrets = (*PLANTED_TOKENS, GITHUB_TOKEN)
+    leaked = _files_holding(tmp_path, secrets)
+    assert not leaked, f"a token was written to {leaked}"
+    for output in CLI_OUTPUTS:
+        assert not any(secret in output for secret in secrets), "a token was printed"
+
+
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
@@ -69,6 +104,8 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
         monkeypatch.delenv(key)
     for key, value in _clean_environment(home).items():
         monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GH_TOKEN", PLANTED_TOKENS[0])
+    monkeypatch.setenv("GITHUB_TOKEN", PLANTED_TOKENS[1])
     return home
 
 
@@ -100,6 +137,7 @@ def run_cli(
         env=env,
         stdin=subprocess.DEVNULL,
     )
+    CLI_OUTPUTS.append(completed.stdout + completed.stderr)
     try:
         document = json.loads(completed.stdout) if completed.stdout.strip() else None
     except ValueError:
@@ -283,9 +321,6 @@ def fake_partners(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakePartne
     monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), os.environ["PATH"]]))
     monkeypatch.setenv("FAKE_LOG", str(log_file))
     return FakePartners(bin_dir, log_file)
-
-
-GITHUB_TOKEN = "ghp_" + "T0kenThatMustNeverBePrinted42"
 
 
 @pytest.fixture

@@ -17,8 +17,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from registry.locks import FileLock
 from tests.conftest import Sandbox, git, run_cli
-from unitmgr.steps import CREATE_STEPS
+from unitmgr.steps import STEPS_BY_COMMAND
 
 
 def crash_environment(point: str) -> dict[str, str]:
@@ -32,44 +33,106 @@ def assert_nothing_left(sandbox: Sandbox, unit_id: str) -> None:
     assert str(worktree) not in git(sandbox.repo, "worktree", "list")
     assert not list(sandbox.registry.rglob(".*.tmp"))
     assert not (sandbox.registry / "units" / f"{unit_id}.json").exists()
-    for lock in (sandbox.registry / "locks").glob("*.lock"):
-        assert lock.read_text() == "", f"{lock} still names a holder"
+    for lock in [*(sandbox.registry / "locks").glob("*.lock"), sandbox.registry / "registry.lock"]:
+        if lock.exists():  # nobody holds it: a killed holder's flock died with it
+            probe = FileLock(lock, subject=lock.name, command="test")
+            assert probe.try_acquire(), f"{lock} is still held"
+            probe.release()
     for process in psutil.process_iter(["cwd"]):
         assert not (process.info["cwd"] or "").startswith(str(worktree))
 
 
-@pytest.mark.parametrize("status", ["started", "done"])
-@pytest.mark.parametrize("step", CREATE_STEPS)
-def test_create_killed_after_each_journal_write_resumes(
-    sandbox: Sandbox, step: str, status: str
-) -> None:
-    args = sandbox.create_args("u1", setup="echo ran >> ../setup-runs.log")
-    crashed = sandbox.unit(*args, env=crash_environment(f"create:{step}:{status}"))
-    assert crashed.code == -signal.SIGKILL, crashed.stdout + crashed.stderr
+CRASH_POINTS = [
+    (command, step, status)
+    for command, steps in STEPS_BY_COMMAND.items()
+    for step in steps
+    for status in ("started", "done")
+]
 
-    listed = sandbox.unit("list")
-    assert listed.code == 0
-    (unit,) = listed["units"]
-    recovery = unit["recovery"]
-    assert recovery["needed"] is True, unit
-    assert recovery["command"].startswith("unit create --unit u1 ")
-    assert "--task-file" not in recovery["command"]
 
-    resumed = run_cli(*shlex.split(recovery["command"]), cwd=sandbox.root)
-    assert resumed.code == 0, resumed.stdout + resumed.stderr
-    assert resumed["status"] == "resumed"
-    assert resumed["unit"]["lifecycle"] == "working"
-    assert resumed["unit"]["journal"] == []
-    assert resumed["unit"]["pair"]["latest_seq"] == 1
+def prepare(sandbox: Sandbox, command: str) -> list[str]:
+    """The arguments of the command to crash, after whatever it needs exists."""
+    if command == "create":
+        return sandbox.create_args("u1", setup="echo ran >> ../setup-runs.log")
+    working = sandbox.create("u1", model="cat")
+    assert working.code == 0, working.stdout + working.stderr
+    sandbox.wait_turn("u1")
+    if command == "restaff":
+        model = "cat > /dev/null; echo new executor"
+        return [
+            "restaff",
+            "--unit",
+            "u1",
+            "--lead",
+            "human",
+            "--partner",
+            "script",
+            "--model",
+            model,
+            "--reason",
+            "crash test",
+        ]
+    if command == "addendum":
+        return ["addendum", "--unit", "u1", "--text", "Also greet in French."]
+    return ["dismantle", "--unit", "u1", "--force", "u1"]
 
+
+def assert_final(sandbox: Sandbox, command: str, result) -> None:
+    if command == "dismantle":
+        assert sandbox.unit("list")["units"] == []
+        assert_nothing_left(sandbox, "u1")
+        return
+    unit = result["unit"]
+    assert unit["lifecycle"] == "working" and unit["journal"] == []
     receipt = sandbox.wait_turn("u1")
-    assert receipt["status"] == "replied" and receipt["seq"] == 1
-    assert sandbox.pair("status", repo=sandbox.worktree("u1"))["seq"] == 1  # never a second task
+    assert receipt["status"] == "replied"
+    seq = sandbox.pair("status", repo=sandbox.worktree("u1"))["seq"]
+    if command == "create":
+        assert unit["pair"]["latest_seq"] == 1 and seq == 1  # never a second first task
+    elif command == "restaff":
+        assert unit["staffing"]["current"]["model"] == "cat > /dev/null; echo new executor"
+        assert len(unit["staffing"]["history"]) == 1  # the checkpoint is pushed exactly once
+        assert seq == 1 and receipt["reply"] == "new executor"
+    else:
+        manifest = (sandbox.registry / "tasks" / "u1.md").read_text()
+        assert manifest.count("## Addendum — ") == 1  # never appended twice
+        assert unit["pending_notice"] is None and len(unit["addenda"]) == 1
+        assert seq == 2  # exactly one notice turn
     assert sandbox.unit("list")["units"][0]["recovery"]["needed"] is False
-
     gone = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
     assert gone.code == 0, gone.stdout
     assert_nothing_left(sandbox, "u1")
+
+
+@pytest.mark.parametrize(
+    ("command", "step", "status"), CRASH_POINTS, ids=[":".join(point) for point in CRASH_POINTS]
+)
+def test_a_command_killed_after_each_journal_write_resumes(
+    sandbox: Sandbox, command: str, step: str, status: str
+) -> None:
+    args = prepare(sandbox, command)
+    crashed = sandbox.unit(*args, env=crash_environment(f"{command}:{step}:{status}"))
+    assert crashed.code == -signal.SIGKILL, crashed.stdout + crashed.stderr
+    assert not list(sandbox.registry.rglob(".*.tmp"))
+    listed = sandbox.unit("list")
+    assert listed.code == 0
+    if command == "dismantle" and (step, status) == ("record", "done"):
+        assert listed["units"] == []  # finished: only the event of its last step was left
+        assert_nothing_left(sandbox, "u1")
+        return
+    (unit,) = listed["units"]
+    recovery = unit["recovery"]
+    assert recovery["needed"] is True, unit
+    assert recovery["command"].startswith(f"unit {command} ")
+    if command == "create":
+        assert "--task-file" not in recovery["command"]
+    resumed = run_cli(*shlex.split(recovery["command"]), cwd=sandbox.root)
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    assert_final(sandbox, command, resumed)
+
+
+def test_every_journal_step_has_crash_points() -> None:
+    assert len(CRASH_POINTS) == 2 * sum(len(steps) for steps in STEPS_BY_COMMAND.values()) == 50
 
 
 def test_resume_kills_the_journaled_setup_child_first(sandbox: Sandbox) -> None:

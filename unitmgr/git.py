@@ -135,10 +135,17 @@ def resolve_repository(repo: str | Path) -> RepositoryPaths:
 
 
 def check_branch_name(branch: str, *, cwd: Path) -> bool:
+    """A valid new branch name, taken literally.
+
+    `check-ref-format --branch` also expands `@` and `@{-N}` to existing branches; a name it
+    rewrites is not the literal name the unit would record, so it is refused too.
+    """
+    if branch.startswith("-") or branch == "@":  # `@` is HEAD in every revision git reads
+        return False
     result = run_git(
         ["check-ref-format", "--branch", branch], cwd=cwd, step="check branch", check=False
     )
-    return result.returncode == 0 and not branch.startswith("-")
+    return result.returncode == 0 and result.stdout.strip() == branch
 
 
 def remote_url(cwd: Path, name: str = "origin") -> str | None:
