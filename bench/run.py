@@ -5,29 +5,31 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from bench import startup
+from bench import creates, startup, status_scale
 from bench.common import machine
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _section(title: str, module: object, table: str) -> list[str]:
+    doc = (getattr(module, "__doc__", "") or "").strip()
+    return [f"## {title}", "", doc, "", table, ""]
+
+
 def main() -> None:
-    sections = [
+    lines = [
         "# Benchmarks",
         "",
         "Written by `.venv/bin/python -m bench.run` "
         f"on {datetime.date.today().isoformat()}; machine: {machine()}.",
-        "Each figure is a median of repeated runs of the real installed commands.",
-        "",
-        "## Start-up",
-        "",
-        startup.__doc__.strip().replace("\n", " ") if startup.__doc__ else "",
-        "",
-        startup.report(),
+        "Each figure is measured on the real installed commands (medians where repeated).",
         "",
     ]
-    (ROOT / "references" / "benchmarks.md").write_text("\n".join(sections))
-    print("\n".join(sections))
+    lines += _section("Start-up", startup, startup.report())
+    lines += _section("`status --all` at scale", status_scale, status_scale.report())
+    lines += _section("Concurrent creates and the admission race", creates, creates.report())
+    (ROOT / "references" / "benchmarks.md").write_text("\n".join(lines))
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -118,6 +118,7 @@ def test_limit_caps_and_milestones_filter(sandbox: Sandbox, github) -> None:
     assert len(by_number["candidates"]) == 2
     table = intake(sandbox, "--format", "table")
     assert table.code == 0 and "slot(s) free" in table.stdout
+    assert max(len(line) for line in table.stdout.splitlines()) <= 80
 
 
 def test_transient_errors_are_retried_transparently(sandbox: Sandbox, github) -> None:

@@ -339,6 +339,19 @@ def merge(
     )
 
 
+@app.command()
+def watch(
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between redraws.")] = 3.0,
+    once: Annotated[bool, typer.Option("--once", help="Draw one frame and exit.")] = False,
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+) -> Rendered:
+    """A live view of every unit for a person; what needs attention comes first (Ctrl-C ends)."""
+    from unitmgr import watch as view
+
+    return view.run(repo, interval=interval, once=once)
+
+
 def main(argv: list[str] | None = None) -> int:
     return run(app, argv, "unit")
 

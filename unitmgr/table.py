@@ -131,9 +131,11 @@ def status_unit(document: dict[str, Any]) -> str:
 def intake(document: dict[str, Any]) -> str:
     capacity = document["capacity"]
     lines = [
-        f"{document['repository']}: {capacity['slots']} slot(s) free "
-        f"(active {capacity['active']}/{capacity['max_active']}, held {capacity['held']}/"
-        f"{capacity['max_held']}, PR state {capacity['pr_state']})",
+        _note(
+            f"{document['repository']}: {capacity['slots']} slot(s) free "
+            f"(active {capacity['active']}/{capacity['max_active']}, held {capacity['held']}/"
+            f"{capacity['max_held']}, PR state {capacity['pr_state']})"
+        ),
     ]
     header = ["ISSUE", "READY", "DEPENDS ON", "TITLE"]
     widths = [7, 5, 18, 44]

@@ -1,0 +1,176 @@
+"""`unit watch` (SPEC 3.10): a live terminal view of every unit, for a person.
+
+It redraws `unit status --all` every few seconds (lock-free, offline; the committed-changes part
+of overlaps is memoized by HEAD inside this process) and puts what needs attention first: lost or
+quiet turns, failed receipts, throttle signals, overlaps, queued notices and recovery records.
+Ctrl-C ends it cleanly. `--once` draws a single frame (for a pipe or a quick look).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from typing import Any
+
+from registry.errors import UsageError
+from registry.output import Rendered
+from unitmgr import observe
+from unitmgr.workspace import Workspace
+
+QUIET_SECONDS = 600  # a turn silent this long is flagged (its idle budget ends it later)
+
+
+def attention(unit: dict[str, Any]) -> list[tuple[str, str]]:
+    """(style, text) for everything about this unit a person should look at."""
+    notes: list[tuple[str, str]] = []
+    recovery = unit.get("recovery") or {}
+    if recovery.get("needed"):
+        notes.append(("bold red", f"recover: {recovery.get('why')}"))
+    if unit.get("lifecycle") == "unreadable":
+        return notes
+    pair = unit.get("pair") or {}
+    if "error" in pair:
+        notes.append(("red", f"pair: {pair['error']}"))
+        return notes
+    in_flight = pair.get("in_flight")
+    turn = pair.get("turn") or {}
+    if in_flight:
+        queue = in_flight.get("heavy_queue") or {}
+        quiet = turn.get("seconds_since_output")
+        if not in_flight.get("alive", True):
+            notes.append(("bold red", "turn lost"))
+        elif queue.get("queued"):
+            notes.append(("cyan", "queued on the heavy slot"))
+        elif quiet is not None and quiet >= QUIET_SECONDS:
+            notes.append(("yellow", f"quiet {quiet // 60}m"))
+    receipt = pair.get("latest_receipt") or {}
+    if receipt and not in_flight and receipt.get("status") not in (None, "replied"):
+        notes.append(("red", f"#{receipt.get('seq')} {receipt.get('status')}"))
+    throttle = receipt.get("throttle_signals") or {}
+    if throttle.get("rate_limit_lines"):
+        notes.append(("yellow", f"throttled x{throttle['rate_limit_lines']}"))
+    if unit.get("pending_notice"):
+        notes.append(("yellow", "notice queued"))
+    if unit.get("error"):
+        notes.append(("red", "error recorded"))
+    return notes
+
+
+def _turn(pair: dict[str, Any]) -> str:
+    if "error" in pair:
+        return "-"
+    in_flight = pair.get("in_flight")
+    turn = pair.get("turn") or {}
+    if in_flight:
+        quiet = turn.get("seconds_since_output")
+        return f"#{in_flight.get('seq')} running" + (
+            f" {quiet}s quiet" if quiet is not None else ""
+        )
+    receipt = pair.get("latest_receipt")
+    return f"#{receipt.get('seq')} {receipt.get('status')}" if receipt else f"#{pair.get('seq', 0)}"
+
+
+def _size(count: int | None) -> str:
+    if count is None:
+        return "-"
+    size, unit = float(count), "B"
+    for bigger in ("KB", "MB", "GB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{size:.0f}{unit}" if unit == "B" else f"{size:.1f}{unit}"
+
+
+def frame(document: dict[str, Any]) -> Any:
+    """One rich renderable of a `status --all` document."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    units = document["units"]
+    flagged = sum(1 for unit in units if attention(unit))
+    title = Text.assemble(
+        ("unitmgr ", "bold"),
+        f"{document['repository']}  {document['observed_at']}  ",
+        (f"{len(units)} unit(s)", "bold"),
+        (
+            f", {flagged} need attention" if flagged else ", all quiet",
+            "yellow" if flagged else "green",
+        ),
+    )
+    table = Table(expand=True, show_lines=False, header_style="bold")
+    for name in ("unit", "lifecycle", "partner", "turn", "output", "worktree", "attention"):
+        table.add_column(name, overflow="fold")
+    ordered = sorted(units, key=lambda unit: (not attention(unit), unit["unit_id"]))
+    for unit in ordered:
+        notes = attention(unit)
+        pair = unit.get("pair") or {}
+        worktree = unit.get("worktree") or {}
+        turn = pair.get("turn") or {}
+        table.add_row(
+            Text(unit["unit_id"], style="bold" if notes else ""),
+            unit.get("lifecycle", "-"),
+            unit.get("partner") or "-",
+            _turn(pair),
+            _size(turn.get("bytes")),
+            (
+                f"+{worktree.get('ahead_of_base')} dirty {worktree.get('dirty_files')}"
+                if worktree.get("present")
+                else "missing"
+                if unit.get("lifecycle") != "unreadable"
+                else "-"
+            ),
+            Text("; ").join(Text(text, style=style) for style, text in notes)
+            if notes
+            else Text("ok", style="green"),
+        )
+    parts: list[Any] = [title, table]
+    for overlap in document.get("overlaps", []):
+        first, second = overlap["units"]
+        parts.append(
+            Text(f"overlap {first} / {second}: " + ", ".join(overlap["files"][:5]), style="yellow")
+        )
+    return Group(*parts)
+
+
+def run(repo: str, *, interval: float, once: bool) -> Rendered:
+    if not 0.2 <= interval <= 3600:
+        raise UsageError(
+            "invalid-interval", f"--interval must be 0.2 to 3600 seconds, got {interval}"
+        )
+    workspace = Workspace.open(repo)
+    from rich.console import Console
+    from rich.live import Live
+
+    if once:
+        console = Console(width=100, record=True, force_terminal=sys.stdout.isatty())
+        with console.capture() as captured:
+            console.print(frame(observe.status_all(workspace)))
+        return Rendered(captured.get())
+    if not sys.stdout.isatty():
+        raise UsageError(
+            "not-a-terminal",
+            "unit watch is a live view for a terminal — use unit status --all (or watch --once)",
+        )
+    console = Console()
+    stopped = False
+
+    def stop(*_: Any) -> None:
+        nonlocal stopped
+        stopped = True
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        with Live(
+            frame(observe.status_all(workspace)), console=console, auto_refresh=False
+        ) as live:
+            while not stopped:
+                deadline = time.monotonic() + interval
+                while not stopped and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                if not stopped:
+                    live.update(frame(observe.status_all(workspace)), refresh=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return Rendered("unit watch: stopped")
