@@ -28,13 +28,13 @@ from pair.state import (
     MarkerUnreadable,
     PairPaths,
     Session,
+    acquire_marker,
     load_session,
     marker_mutex,
     read_marker,
     read_receipt,
     release_owned_marker,
     save_session,
-    write_marker,
 )
 from registry.atomic import ensure_private_dir, remove_file, write_text_atomic
 from registry.processes import ProcessIdentity, current_identity, is_alive
@@ -314,34 +314,6 @@ def resolve_model(
 # -- send ------------------------------------------------------------------------------------
 
 
-def _acquire_marker(paths: PairPaths, marker: Marker, root: Path) -> None:
-    with marker_mutex(paths):
-        try:
-            holder = read_marker(paths)
-        except MarkerUnreadable:
-            raise StateError(
-                "marker-unreadable",
-                f"the in-flight marker {paths.marker_file} cannot be read, so a turn is treated "
-                "as running — read it, confirm no partner process remains, then run pair clear",
-            ) from None
-        if holder is not None:
-            pid = holder.live_pid()
-            if pid is not None:
-                raise StateError(
-                    "turn-in-flight",
-                    f"seq {holder.seq} is in flight as pid {pid} since {holder.started_at} — a "
-                    "pair runs one turn at a time; wait for it",
-                    detail={"seq": holder.seq, "pid": pid},
-                )
-            raise StateError(
-                "turn-lost",
-                f"seq {holder.seq} was left in flight since {holder.started_at} and none of its "
-                f"processes are alive — clear it with: pair clear --repo {root}",
-                detail={"seq": holder.seq},
-            )
-        write_marker(paths, marker)
-
-
 def send(
     repo: str | Path,
     *,
@@ -394,7 +366,7 @@ def send(
         total_seconds=total * 60,
         launcher=launcher.to_json(),
     )
-    _acquire_marker(paths, marker, root)
+    acquire_marker(paths, marker, root)
     # The sequence advances before the turn runs: a killed send never lets the next one reuse a
     # number the partner may have seen.
     session.seq = seq

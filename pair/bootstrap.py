@@ -20,14 +20,11 @@ from pair.partners.base import Partner, TurnRequest
 from pair.state import (
     BOOTSTRAP_KIND,
     Marker,
-    MarkerUnreadable,
     PairPaths,
     Session,
-    marker_mutex,
-    read_marker,
+    acquire_marker,
     release_owned_marker,
     update_owned_marker,
-    write_marker,
 )
 from pair.turn import Budgets, run_turn
 from registry.atomic import write_text_atomic
@@ -83,16 +80,7 @@ def run_bootstrap(
         total_seconds=total_minutes * 60,
         launcher=current_identity(argv0="pair init").to_json(),
     )
-    with marker_mutex(paths):
-        try:
-            holder = read_marker(paths)
-        except MarkerUnreadable:
-            holder = marker
-        if holder is not None:
-            raise StateError(
-                "bootstrap-in-flight", f"a bootstrap is in flight in {paths.state_dir}"
-            )
-        write_marker(paths, marker)
+    acquire_marker(paths, marker, Path(session.worktree))
     transcript = paths.turn_file(0, BOOTSTRAP_KIND, ".log")
     prompt_file = paths.turn_file(0, BOOTSTRAP_KIND, "-prompt.md")
     reply_file = paths.turn_file(0, BOOTSTRAP_KIND, "-reply.md")

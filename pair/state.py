@@ -249,3 +249,35 @@ def read_receipt(path: Path) -> dict[str, Any] | None:
     except ValueError:
         return {"unreadable": str(path)}
     return data if isinstance(data, dict) else {"unreadable": str(path)}
+
+
+def acquire_marker(paths: PairPaths, marker: Marker, root: Path) -> None:
+    """Take the in-flight marker for `marker`'s turn, or refuse naming who holds it.
+
+    A dead holder's marker is never taken over: only `pair clear` removes it.
+    """
+    with marker_mutex(paths):
+        try:
+            holder = read_marker(paths)
+        except MarkerUnreadable:
+            raise StateError(
+                "marker-unreadable",
+                f"the in-flight marker {paths.marker_file} cannot be read, so a turn is treated "
+                "as running — read it, confirm no partner process remains, then run pair clear",
+            ) from None
+        if holder is not None:
+            pid = holder.live_pid()
+            if pid is not None:
+                raise StateError(
+                    "turn-in-flight",
+                    f"seq {holder.seq} is in flight as pid {pid} since {holder.started_at} — a "
+                    "pair runs one turn at a time; wait for it",
+                    detail={"seq": holder.seq, "pid": pid},
+                )
+            raise StateError(
+                "turn-lost",
+                f"seq {holder.seq} was left in flight since {holder.started_at} and none of its "
+                f"processes are alive — clear it with: pair clear --repo {root}",
+                detail={"seq": holder.seq},
+            )
+        write_marker(paths, marker)
