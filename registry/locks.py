@@ -34,14 +34,18 @@ POLL_SECONDS = 0.02
 
 
 class Deadline:
-    """The total time one command may wait for its locks (`--lock-timeout`, 0 = do not wait)."""
+    """The total time one command may spend waiting for its locks (`--lock-timeout`; 0 = never
+    wait). Only waiting counts: a fetch or a worktree add between two locks spends nothing."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = max(0.0, seconds)
-        self._end = time.monotonic() + self.seconds
+        self.waited = 0.0
 
     def remaining(self) -> float:
-        return max(0.0, self._end - time.monotonic())
+        return max(0.0, self.seconds - self.waited)
+
+    def spend(self, seconds: float) -> None:
+        self.waited += seconds
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,9 @@ class FileLock:
             remaining = deadline.remaining()
             if remaining <= 0:
                 raise self.busy_error()
-            time.sleep(min(POLL_SECONDS, remaining))
+            pause = min(POLL_SECONDS, remaining)
+            time.sleep(pause)
+            deadline.spend(pause)
 
     def busy_error(self) -> RetryableError:
         description, holder = describe_holder(self.path)

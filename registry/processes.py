@@ -184,6 +184,42 @@ def wait_gone(processes: list[Any], *, timeout_seconds: float) -> list[Any]:
     return pending
 
 
+def reap_processes_under(root: str, *, grace_seconds: float = 5.0) -> dict[str, Any]:
+    """SIGTERM, then SIGKILL, every process whose working directory is `root` or below it.
+
+    `root` is a real path. This process and its ancestors are spared (a caller may run from
+    inside the directory). Returns `{"processes": [{pid, argv}], "killed": [pid]}`, where
+    `killed` lists those that needed SIGKILL.
+    """
+    import psutil
+
+    prefix = root.rstrip(os.sep) + os.sep
+    spared = {os.getpid(), *(parent.pid for parent in psutil.Process().parents())}
+    victims = []
+    for process in psutil.process_iter(["pid", "cwd", "cmdline", "status"]):
+        try:
+            cwd = process.info["cwd"]
+            if process.pid in spared or not cwd or process.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            real = os.path.realpath(cwd)
+            if real == root or real.startswith(prefix):
+                victims.append(process)
+        except (psutil.Error, OSError):
+            continue
+    report: dict[str, Any] = {
+        "processes": [{"pid": p.pid, "argv": (p.info.get("cmdline") or [])[:8]} for p in victims],
+        "killed": [],
+    }
+    if not victims:
+        return report
+    _signal_all(victims, None, signal.SIGTERM)
+    alive = wait_gone(victims, timeout_seconds=grace_seconds)
+    _signal_all(alive, None, signal.SIGKILL)
+    wait_gone(alive, timeout_seconds=grace_seconds)
+    report["killed"] = [p.pid for p in alive]
+    return report
+
+
 def _signal_all(processes: Any, pgid: int | None, signum: int) -> None:
     import psutil
 

@@ -23,6 +23,10 @@ MIN_SECRET_LENGTH = 8
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"<>]+@")
 _URL_USERINFO_BYTES = re.compile(rb"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"<>]+@")
 _TOKEN_VARIABLES = ("GH_TOKEN", "GITHUB_TOKEN")
+# A URL's scheme and userinfo with no end yet (the end of the buffer comes before `@`, `/` or a
+# space), down to a bare `scheme`, `scheme:` or `scheme:/`: the rest may still be on its way,
+# and once the scheme is released the rest no longer looks like a URL.
+_UNFINISHED_URL = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*(?::(?://[^/\s@'\"<>]*|/?))?$")
 
 
 def _gh_auth_token() -> str | None:
@@ -111,8 +115,16 @@ class StreamRedactor:
         return redact_bytes(released) if released else b""
 
     def _safe_cut(self, buffer: bytes) -> int:
-        """Where to cut a line-less buffer so no secret can straddle the cut."""
+        """Where to cut a line-less buffer so no secret can straddle the cut.
+
+        A known secret is kept whole; so is a URL whose userinfo may still be arriving
+        (`scheme://user:pw` with no `@`, `/` or space yet), which is held back from its scheme.
+        """
         cut = max(0, len(buffer) - self._keep)
+        window = max(0, cut - 4096)
+        unfinished = _UNFINISHED_URL.search(buffer, window, cut)
+        if unfinished is not None:
+            cut = unfinished.start()
         for secret in self._secrets:
             start = buffer.find(secret, max(0, cut - len(secret) + 1))
             while start != -1 and start < cut:
