@@ -212,7 +212,8 @@ def init(
             idle_minutes=idle,
             total_minutes=total,
         )
-    save_session(paths, session)
+    else:
+        save_session(paths, session)
     return {"ok": True, "status": "created", **session_view(paths, session), **document}
 
 
@@ -355,24 +356,29 @@ def send(
 
     token = uuid.uuid4().hex
     launcher = current_identity(argv0="pair send")
-    seq = session.seq + 1
-    marker = Marker(
-        seq=seq,
-        kind=kind,
-        owner_token=token,
-        started_at=iso_z(),
-        write=lease,
-        idle_seconds=idle * 60,
-        total_seconds=total * 60,
-        launcher=launcher.to_json(),
-    )
-    acquire_marker(paths, marker, root)
+
+    def build() -> Marker:
+        # Read under the marker lock: a slower concurrent send cannot reuse this number.
+        nonlocal session
+        session = _require_session(paths)
+        return Marker(
+            seq=session.seq + 1,
+            kind=kind,
+            owner_token=token,
+            started_at=iso_z(),
+            write=lease,
+            idle_seconds=idle * 60,
+            total_seconds=total * 60,
+            launcher=launcher.to_json(),
+        )
+
+    seq = acquire_marker(paths, build, root).seq
     # The sequence advances before the turn runs: a killed send never lets the next one reuse a
     # number the partner may have seen.
     session.seq = seq
     session.latest_kind = kind
     save_session(paths, session)
-    header_lead = lead_name or session.lead
+    header_lead = lead_name or detect_lead() or session.lead
     prompt = f"[agent {header_lead} -> {session.partner} kind={kind} sid={session.sid}]\n\n"
     prompt += body.rstrip() + "\n"
     ensure_private_dir(paths.transcripts_dir)
@@ -392,6 +398,7 @@ def _start_supervisor(
         supervisor = subprocess.Popen(
             [
                 sys.executable,
+                "-P",  # never import from the cwd: a worktree may hold its own `pair/` package
                 "-m",
                 "pair",
                 "_supervise",
@@ -402,7 +409,7 @@ def _start_supervisor(
                 "--token",
                 token,
             ],
-            cwd=root,
+            cwd=paths.state_dir,
             stdin=subprocess.DEVNULL,
             stdout=log_fd,
             stderr=log_fd,
@@ -419,15 +426,10 @@ def _start_supervisor(
     deadline = time.monotonic() + HANDSHAKE_SECONDS
     while True:
         if receipt_file.exists():
-            receipt = read_receipt(receipt_file) or {}
-            return {
-                "ok": True,
-                "status": "running",
-                "finished": True,
-                **_running_view(
-                    paths, seq, kind, receipt.get("supervisor_pid"), receipt.get("partner_pid")
-                ),
-            }
+            # Finished (or failed to start) before the handshake: the receipt is the answer.
+            receipt = read_receipt(receipt_file)
+            if receipt and "unreadable" not in receipt:
+                return receipt
         try:
             marker = read_marker(paths)
         except MarkerUnreadable:
@@ -653,8 +655,13 @@ def status(repo: str | Path) -> dict[str, Any]:
     _, paths = _paths(repo)
     _require_session(paths)
     view = read_status(paths.state_dir)
-    # Only streaming partners keep a vendor session store; a script session always "exists".
-    view["session_known"] = True
+    session = _require_session(paths)
+    # Only a positive absence counts: an unreadable store or a CLI without one says True.
+    from pair.partners import adapter_for
+
+    view["session_known"] = adapter_for(session.partner).session_known(
+        session.sid, identity_home=session.identity_home, worktree=Path(session.worktree)
+    )
     return view
 
 

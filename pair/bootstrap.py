@@ -23,7 +23,9 @@ from pair.state import (
     PairPaths,
     Session,
     acquire_marker,
+    load_session,
     release_owned_marker,
+    save_session,
     update_owned_marker,
 )
 from pair.turn import Budgets, run_turn
@@ -70,59 +72,101 @@ def run_bootstrap(
     total_minutes: float = BOOTSTRAP_TOTAL_MINUTES,
 ) -> tuple[Session, dict[str, Any]]:
     token = uuid.uuid4().hex
-    marker = Marker(
-        seq=0,
-        kind=BOOTSTRAP_KIND,
-        owner_token=token,
-        started_at=iso_z(),
-        write=False,
-        idle_seconds=idle_minutes * 60,
-        total_seconds=total_minutes * 60,
-        launcher=current_identity(argv0="pair init").to_json(),
-    )
-    acquire_marker(paths, marker, Path(session.worktree))
+
+    def build() -> Marker:
+        existing = load_session(paths)
+        if existing is not None:  # another init finished first, while this one waited
+            raise StateError(
+                "pair-exists",
+                f"a {existing.partner} pair was just created here (sid {existing.sid}) — run "
+                "pair init again to resume it",
+            )
+        return Marker(
+            seq=0,
+            kind=BOOTSTRAP_KIND,
+            owner_token=token,
+            started_at=iso_z(),
+            write=False,
+            idle_seconds=idle_minutes * 60,
+            total_seconds=total_minutes * 60,
+            launcher=current_identity(argv0="pair init").to_json(),
+        )
+
+    try:
+        acquire_marker(paths, build, Path(session.worktree))
+    except StateError as error:
+        if error.code != "turn-in-flight":
+            raise
+        raise StateError(
+            "bootstrap-in-flight",
+            f"a bootstrap is in flight in {paths.state_dir} — wait for it to finish",
+            detail=error.detail,
+        ) from None
+    try:
+        session, document = _bootstrap(
+            adapter,
+            session,
+            resolution,
+            paths,
+            token,
+            on_partner_start,
+            (idle_minutes, total_minutes),
+        )
+        save_session(paths, session)  # before the marker goes: no gap for a second init
+        return session, document
+    finally:
+        release_owned_marker(paths, token)
+
+
+def _bootstrap(
+    adapter: Partner,
+    session: Session,
+    resolution: Resolution,
+    paths: PairPaths,
+    token: str,
+    on_partner_start: Callable[[ProcessIdentity], None] | None,
+    budgets: tuple[float, float],
+) -> tuple[Session, dict[str, Any]]:
+    idle_minutes, total_minutes = budgets
     transcript = paths.turn_file(0, BOOTSTRAP_KIND, ".log")
     prompt_file = paths.turn_file(0, BOOTSTRAP_KIND, "-prompt.md")
     reply_file = paths.turn_file(0, BOOTSTRAP_KIND, "-reply.md")
     preset = str(uuid.uuid4()) if adapter.name == "grok" else ""  # grok takes our session id
-    try:
-        write_text_atomic(
-            prompt_file,
-            bootstrap_prompt(
-                lead=session.lead, partner=session.partner, root=session.worktree, role=session.role
-            )
-            + "\n",
+    write_text_atomic(
+        prompt_file,
+        bootstrap_prompt(
+            lead=session.lead, partner=session.partner, root=session.worktree, role=session.role
         )
-        request = TurnRequest(
-            partner=session.partner,
-            sid=preset,
-            seq=0,
-            kind=BOOTSTRAP_KIND,
-            write=False,
-            model=resolution.cli_model,
-            effort=session.effort,
-            worktree=Path(session.worktree),
-            prompt_file=prompt_file,
-            reply_file=reply_file,
-            bootstrap=True,
-            partner_bin=session.partner_bin,
-        )
+        + "\n",
+    )
+    request = TurnRequest(
+        partner=session.partner,
+        sid=preset,
+        seq=0,
+        kind=BOOTSTRAP_KIND,
+        write=False,
+        model=resolution.cli_model,
+        effort=session.effort,
+        worktree=Path(session.worktree),
+        prompt_file=prompt_file,
+        reply_file=reply_file,
+        bootstrap=True,
+        partner_bin=session.partner_bin,
+    )
 
-        def started(identity: ProcessIdentity) -> None:
-            update_owned_marker(paths, token, partner=identity.to_json())
-            if on_partner_start is not None:
-                on_partner_start(identity)
+    def started(identity: ProcessIdentity) -> None:
+        update_owned_marker(paths, token, partner=identity.to_json())
+        if on_partner_start is not None:
+            on_partner_start(identity)
 
-        result = run_turn(
-            adapter,
-            request,
-            transcript=transcript,
-            budgets=Budgets(idle_minutes * 60, total_minutes * 60),
-            environment=partner_environment(codex_home=session.identity_home),
-            on_partner_start=started,
-        )
-    finally:
-        release_owned_marker(paths, token)
+    result = run_turn(
+        adapter,
+        request,
+        transcript=transcript,
+        budgets=Budgets(idle_minutes * 60, total_minutes * 60),
+        environment=partner_environment(codex_home=session.identity_home),
+        on_partner_start=started,
+    )
     binary = Path(session.partner_bin or adapter.binary_name).name
     outcome = result.outcome
     detail = {"transcript": str(transcript), "seconds": result.seconds}

@@ -157,19 +157,24 @@ def _window(raw: Any) -> dict[str, Any] | None:
         value = raw.get(key)
         return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
-    resets = number("resetsAt")
     return {
         "window_minutes": number("windowDurationMins"),
         "used_percent": number("usedPercent"),
-        "resets_at": iso_z(_from_epoch(resets)) if resets is not None else None,
+        "resets_at": epoch_iso(raw.get("resetsAt")),
     }
 
 
-def _from_epoch(value: float) -> Any:
+def epoch_iso(value: Any) -> str | None:
+    """An epoch in seconds or milliseconds as ISO 8601, or None for anything unusable."""
     import datetime as _dt
 
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
     seconds = value / 1000 if value > 10**11 else value  # seconds or milliseconds
-    return _dt.datetime.fromtimestamp(seconds, _dt.UTC)
+    try:
+        return iso_z(_dt.datetime.fromtimestamp(seconds, _dt.UTC))
+    except (OverflowError, ValueError, OSError):
+        return None
 
 
 def rate_limits(
@@ -207,7 +212,5 @@ def claude_rate_limit(event: dict[str, Any]) -> dict[str, Any]:
         "status": event.get("status"),
         "rate_limit_type": event.get("rateLimitType"),
         "utilization": event.get("utilization"),
-        "resets_at": iso_z(_from_epoch(resets))
-        if isinstance(resets, int | float) and not isinstance(resets, bool)
-        else None,
+        "resets_at": epoch_iso(resets),
     }

@@ -23,7 +23,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -251,10 +251,12 @@ def read_receipt(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else {"unreadable": str(path)}
 
 
-def acquire_marker(paths: PairPaths, marker: Marker, root: Path) -> None:
-    """Take the in-flight marker for `marker`'s turn, or refuse naming who holds it.
+def acquire_marker(paths: PairPaths, build: Callable[[], Marker], root: Path) -> Marker:
+    """Take the in-flight marker, or refuse naming who holds it.
 
-    A dead holder's marker is never taken over: only `pair clear` removes it.
+    `build` makes the marker while the marker lock is held, so it can read the session's
+    sequence number knowing no other turn can start in between. A dead holder's marker is never
+    taken over: only `pair clear` removes it.
     """
     with marker_mutex(paths):
         try:
@@ -280,4 +282,6 @@ def acquire_marker(paths: PairPaths, marker: Marker, root: Path) -> None:
                 f"processes are alive — clear it with: pair clear --repo {root}",
                 detail={"seq": holder.seq},
             )
+        marker = build()
         write_marker(paths, marker)
+        return marker

@@ -107,14 +107,23 @@ def heavy_probe_seconds() -> float:
 def read_rate_limits(
     session: Session, result: TurnResult, environment: dict[str, str]
 ) -> dict[str, Any] | None:
-    """Codex: its app-server's `account/rateLimits/read`; Claude: its `rate_limit_event`."""
-    if session.partner == "codex" and session.partner_bin:
-        return codex_rpc.rate_limits(
-            binary=session.partner_bin, codex_home=session.identity_home, environment=environment
-        )
-    event = result.outcome.extra.get("rate_limit_event")
-    if session.partner == "claude" and isinstance(event, dict):
-        return codex_rpc.claude_rate_limit(event)
+    """Codex: its app-server's `account/rateLimits/read`; Claude: its `rate_limit_event`.
+
+    Whatever the partner or its app-server says, this never stops the receipt from being
+    written: a value it cannot read becomes `{error}`.
+    """
+    try:
+        if session.partner == "codex" and session.partner_bin:
+            return codex_rpc.rate_limits(
+                binary=session.partner_bin,
+                codex_home=session.identity_home,
+                environment=environment,
+            )
+        event = result.outcome.extra.get("rate_limit_event")
+        if session.partner == "claude" and isinstance(event, dict):
+            return codex_rpc.claude_rate_limit(event)
+    except Exception as error:
+        return {"error": f"rate limits unreadable: {type(error).__name__}: {error}"}
     return None
 
 
@@ -125,7 +134,9 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
     if session is None or marker is None or marker.seq != seq or marker.owner_token != token:
         return EXIT_NOT_OWNER
     me = current_identity(argv0="pair _supervise")
-    owned = update_owned_marker(paths, token, supervisor=me.to_json())
+    # The supervisor owns the turn from here: the launcher (possibly a long-lived caller of the
+    # library, like `unit`) no longer keeps it "alive" for `clear` and `send`.
+    owned = update_owned_marker(paths, token, supervisor=me.to_json(), launcher=None)
     if owned is None:
         return EXIT_NOT_OWNER
     marker = owned
@@ -180,8 +191,12 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
             command=[],
             partner=None,
         )
-    if result.outcome.reply and not (session.partner == "codex" and request.reply_file.exists()):
+    if result.outcome.reply:
         write_text_atomic(request.reply_file, result.outcome.reply + "\n")
+    elif request.reply_file.exists():
+        # A CLI that writes its own reply file (Codex's `-o`) wrote it unredacted.
+        text = request.reply_file.read_text(encoding="utf-8", errors="replace")
+        write_text_atomic(request.reply_file, text)
     receipt = build_receipt(
         paths=paths,
         session=session,

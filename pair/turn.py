@@ -27,6 +27,7 @@ from registry.timeutil import iso_z
 
 STDOUT_KEEP_BYTES = 32 * 1024 * 1024
 POLL_SECONDS = 0.25
+EXIT_DRAIN_SECONDS = 0.5
 KILL_GRACE_SECONDS = 2.0
 THROTTLE_PATTERN = re.compile(
     rb"(?i)(rate.?limit|too many requests|\b429\b|usage limit|quota exceeded|retry(?:ing)? in \d)"
@@ -142,6 +143,27 @@ def _duration(seconds: float) -> str:
     return f"{int(seconds)}s" if seconds < 60 else f"{round(seconds / 60)}m"
 
 
+def _exited(process: subprocess.Popen[bytes]) -> bool:
+    """Whether the partner has exited, without reaping it.
+
+    Its pid stays reserved (a zombie) until `wait()`, so its process group can still be
+    signalled safely afterwards: no unrelated process can have taken that number.
+    """
+    try:
+        return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _note(transcript: Path, line: str) -> None:
+    """Append one line of pair's own to the transcript."""
+    fd = os.open(transcript, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    try:
+        _write_all(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -184,22 +206,33 @@ def run_turn(
             pgid=process.pid,  # start_new_session: the partner leads its own group
             argv0=command.argv[0],
         )
-        if on_partner_start is not None:
-            on_partner_start(partner)
-        heavy = HeavyQueue(process.pid, heavy_probe_seconds, on_heavy_change)
-        stdout, hang_reason = _stream(process, transcript_fd, budgets, started, heavy)
+        try:
+            if on_partner_start is not None:
+                on_partner_start(partner)
+            heavy = HeavyQueue(process.pid, heavy_probe_seconds, on_heavy_change)
+            stdout, hang_reason = _stream(process, transcript_fd, budgets, started, heavy)
+        except BaseException:
+            # Interrupted (Ctrl-C during init, a failing callback): never leave it running.
+            kill_tree(partner, grace_seconds=KILL_GRACE_SECONDS)
+            process.wait()
+            raise
     finally:
         os.close(transcript_fd)
 
     if hang_reason:
         kill_tree(partner, grace_seconds=KILL_GRACE_SECONDS)
     exit_code = process.wait()
+    # The turn is over: whatever the partner left running in its process group (a background
+    # job still editing the worktree) would otherwise overlap the next turn.
+    leftovers = kill_tree(partner, grace_seconds=KILL_GRACE_SECONDS) if not hang_reason else []
     seconds = round(time.monotonic() - started, 3)
     output = TurnOutput(
         exit_code=None if hang_reason else exit_code, stdout=stdout, hang=bool(hang_reason)
     )
     throttle = throttle_signals(transcript)
     queue = heavy.summary(time.monotonic())
+    if leftovers:
+        _note(transcript, f"[pair: stopped {len(leftovers)} process(es) the partner left running]")
     if hang_reason:
         partial = adapter.partial_reply(output)
         return TurnResult(
@@ -278,13 +311,18 @@ def _stream(
     kept = bytearray()
     last_output = time.monotonic()
     hang_reason: str | None = None
+    exited_at: float | None = None
     with selectors.DefaultSelector() as selector:
         for fd in names:
             os.set_blocking(fd, False)
             selector.register(fd, selectors.EVENT_READ)
         open_streams = len(names)
-        while open_streams:
-            events = selector.select(timeout=POLL_SECONDS)
+        while True:
+            # With both pipes closed the partner may still run (it can close its output): keep
+            # polling it, so the budgets still apply.
+            events = selector.select(timeout=POLL_SECONDS) if open_streams else []
+            if not open_streams:
+                time.sleep(0 if _exited(process) else POLL_SECONDS)
             now = time.monotonic()
             for key, _ in events:
                 name = names[key.fd]
@@ -304,8 +342,12 @@ def _stream(
                 _write_all(transcript_fd, redactors[name].feed(chunk, now))
             for redactor in redactors.values():
                 _write_all(transcript_fd, redactor.pending(now))
-            if not events and process.poll() is not None:
-                break  # exited; a background grandchild may hold the pipes open
+            if _exited(process):
+                # Exited. A background grandchild may hold the pipes open and keep writing:
+                # drain what is there, briefly, then stop (the exit code decides the turn).
+                exited_at = exited_at or now
+                if not events or not open_streams or now - exited_at > EXIT_DRAIN_SECONDS:
+                    break
             if heavy.poll(now):
                 last_output = now  # queued on the heavy slot: not idle, and not counted
             elapsed = now - started - heavy.seconds(now)

@@ -111,6 +111,10 @@ class Partner(ABC):
         """What can be recovered of the reply of a turn killed on a hang."""
         return None
 
+    def session_known(self, sid: str, *, identity_home: str | None, worktree: Path) -> bool:
+        """False only when the CLI's own session store is readable and lacks `sid`."""
+        return True
+
     def exited(self, request: TurnRequest, output: TurnOutput) -> TurnOutcome | None:
         """The common first rule: a non-zero exit is a failure whatever the stream says."""
         if output.exit_code not in (0, None):
@@ -120,6 +124,25 @@ class Partner(ABC):
                 reason=f"{name} exited {output.exit_code} — read the transcript",
             )
         return None
+
+
+def store_has(store: Path, sid: str, depth: int = 6) -> bool:
+    """Whether a session store has an entry naming `sid` (True when it cannot be read)."""
+    try:
+        entries = list(os.scandir(store))
+    except OSError:
+        return True
+    for entry in entries:
+        if sid in entry.name:
+            return True
+        try:
+            if entry.is_dir(follow_symlinks=False) and (
+                depth <= 0 or store_has(Path(entry.path), sid, depth - 1)
+            ):
+                return True
+        except OSError:
+            return True
+    return False
 
 
 def json_objects(stdout: bytes) -> Iterator[dict[str, Any]]:

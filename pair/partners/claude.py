@@ -8,6 +8,9 @@ read from the first `system/init` event; `rate_limit_event`s are kept for the re
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
 from typing import Any
 
 from pair.partners.base import (
@@ -37,7 +40,13 @@ class ClaudePartner(Partner):
         argv = [request.partner_bin or self.binary_name, "-p"]
         if not request.bootstrap:
             argv += ["--resume", request.sid]
-        argv += ["--output-format", "stream-json", "--verbose", "--strict-mcp-config"]
+        argv += [
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--strict-mcp-config",
+            "--no-chrome",
+        ]
         if request.model:
             argv += ["--model", request.model]
         if request.effort:
@@ -76,6 +85,21 @@ class ClaudePartner(Partner):
 
     def partial_reply(self, output: TurnOutput) -> str | None:
         return last_assistant_text(_events(output)) or None
+
+    def session_known(self, sid: str, *, identity_home: str | None, worktree: Path) -> bool:
+        projects = Path.home() / ".claude" / "projects"
+        folder = projects / re.sub(r"[^A-Za-z0-9]", "-", str(worktree))
+        try:
+            os.listdir(projects)
+        except OSError:
+            return True  # an unreadable store proves nothing
+        try:
+            (folder / f"{sid}.jsonl").stat()
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
+        return True
 
 
 def _observations(events: list[dict[str, Any]]) -> dict[str, Any]:

@@ -10,6 +10,8 @@ neither `-C` nor `-s`; the directory is the spawn cwd). The session id is the fi
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from pair.partners.base import (
@@ -20,6 +22,7 @@ from pair.partners.base import (
     TurnRequest,
     json_objects,
     replied_or_empty,
+    store_has,
 )
 
 
@@ -88,6 +91,10 @@ class CodexPartner(Partner):
 
     def partial_reply(self, output: TurnOutput) -> str | None:
         return _last_agent_message(list(json_objects(output.stdout))) or None
+
+    def session_known(self, sid: str, *, identity_home: str | None, worktree: Path) -> bool:
+        home = identity_home or os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
+        return store_has(Path(home) / "sessions", sid)
 
 
 ADAPTER = CodexPartner()

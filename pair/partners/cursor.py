@@ -7,8 +7,10 @@ The session id and reply come from the last `result` event that is not an error.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from pair.errors import UsageError
 from pair.partners.base import (
     Partner,
     TurnCommand,
@@ -18,6 +20,7 @@ from pair.partners.base import (
     json_objects,
     last_assistant_text,
     replied_or_empty,
+    store_has,
 )
 
 SID_KEYS = ("chat_id", "chatId", "session_id", "sessionId")
@@ -69,6 +72,23 @@ class CursorPartner(Partner):
         return TurnOutcome(
             status=outcome.status, reply=outcome.reply, reason=outcome.reason, sid=sid
         )
+
+    def validate_staffing(self, *, model: str | None, effort: str | None, identity: str) -> None:
+        super().validate_staffing(model=model, effort=effort, identity=identity)
+        family = bool(model and model.lower().startswith("latest:"))
+        if effort is not None and not family:
+            raise UsageError(
+                "effort-refused",
+                "cursor carries effort inside the model id — omit --effort (or use "
+                "latest:<family>)",
+            )
+        if family and effort is None:
+            raise UsageError(
+                "effort-required", f"cursor {model} needs --effort for catalog resolution"
+            )
+
+    def session_known(self, sid: str, *, identity_home: str | None, worktree: Path) -> bool:
+        return store_has(Path.home() / ".cursor" / "chats", sid)
 
     def partial_reply(self, output: TurnOutput) -> str | None:
         return last_assistant_text(list(json_objects(output.stdout))) or None

@@ -9,6 +9,8 @@ turns need `--always-approve` too: under acceptEdits Grok cancelled its own tool
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from pair.partners.base import (
@@ -19,6 +21,7 @@ from pair.partners.base import (
     TurnRequest,
     json_objects,
     replied_or_empty,
+    store_has,
 )
 
 
@@ -62,6 +65,10 @@ class GrokPartner(Partner):
 
     def partial_reply(self, output: TurnOutput) -> str | None:
         return _text(list(json_objects(output.stdout))).strip() or None
+
+    def session_known(self, sid: str, *, identity_home: str | None, worktree: Path) -> bool:
+        home = os.environ.get("GROK_HOME") or str(Path.home() / ".grok")
+        return store_has(Path(home) / "sessions", sid)
 
 
 ADAPTER = GrokPartner()

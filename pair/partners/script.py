@@ -60,16 +60,20 @@ class ScriptPartner(Partner):
             raise UsageError("script-needs-model", NEEDS_MODEL)
         first_word = first_command_word(model)
         # `command -v` in the same shell that runs the turn resolves builtins, keywords and PATH.
-        completed = subprocess.run(
-            ["sh", "-c", 'command -v -- "$1"', "sh", first_word],
-            cwd=worktree,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=30,
-            env=child_environment(),
-            check=False,
-        )
-        if completed.returncode != 0:
+        try:
+            completed = subprocess.run(
+                ["sh", "-c", 'command -v -- "$1"', "sh", first_word],
+                cwd=worktree,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=30,
+                env=child_environment(),
+                check=False,
+            )
+            found = completed.returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            found = False
+        if not found:
             raise UsageError(
                 "script-command-not-found",
                 f"the script partner's command {first_word!r} does not resolve in {worktree}",
@@ -83,10 +87,9 @@ class ScriptPartner(Partner):
     def interpret(self, request: TurnRequest, output: TurnOutput) -> TurnOutcome:
         reply = output.stdout.decode("utf-8", "replace").rstrip()
         if output.exit_code != 0:
+            # A failed turn has no reply; what it printed is in the transcript.
             return TurnOutcome(
-                status="failed",
-                reply=reply or None,
-                reason=f"sh exited {output.exit_code} — read the transcript",
+                status="failed", reason=f"sh exited {output.exit_code} — read the transcript"
             )
         if not reply:
             return TurnOutcome(status="empty-reply", reason=EMPTY_REPLY)
