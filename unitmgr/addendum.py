@@ -30,6 +30,7 @@ from unitmgr import validation
 from unitmgr.create import manifest_state
 from unitmgr.journal import Journal
 from unitmgr.observe import describe, worktree_rows
+from unitmgr.pairing import receipt_path
 from unitmgr.units import load, locked, turn_in_flight
 from unitmgr.workspace import Workspace
 
@@ -214,17 +215,23 @@ def notify(record: UnitRecord, journal: Journal) -> tuple[str, int | None]:
     if record.lifecycle != "working" or record.pair is None or not record.pair.state_dir:
         journal.skip("notify", f"lifecycle {record.lifecycle}: the notice waits for the unit")
         return "queued", None
-    if turn_in_flight(record) is not None:
-        journal.skip("notify", "a turn is in flight: the notice waits for it")
-        return "queued", None
-    seq_now = pair_api.read_status(record.pair.state_dir).get("seq", 0)
+    status = pair_api.read_status(record.pair.state_dir)
+    in_flight = status.get("in_flight") if status.get("ok") else None
+    seq_now = max(int(status.get("seq") or 0), int((in_flight or {}).get("seq") or 0))
     earlier = journal.last_started("notify")
     seq_before = ((earlier or {}).get("detail") or {}).get("seq_before")
+    # Adoption comes before the in-flight check: the turn in flight may be our own notice, sent
+    # by an attempt killed before it could record it — queuing it again would send it twice.
+    adopt = isinstance(seq_before, int) and seq_now > seq_before
+    if not adopt and in_flight and in_flight.get("alive", True):
+        journal.skip("notify", "a turn is in flight: the notice waits for it")
+        return "queued", None
     with journal.step("notify", {"seq_before": seq_now}) as outcome:
-        if isinstance(seq_before, int) and seq_now > seq_before:
-            # An earlier attempt sent the notice and was cut off before recording it: adopt it.
+        if adopt:
+            # An earlier attempt sent the notice and was cut off before recording it.
             seq = seq_now
             outcome.update(adopted=True)
+            record.pair.latest_receipt_file = receipt_path(status, seq)
         else:
             running = pair_api.send(
                 record.worktree,

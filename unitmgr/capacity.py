@@ -18,6 +18,7 @@ from typing import Any
 from registry.errors import RetryableError, StateError
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
+from registry.timeutil import parse_iso
 from unitmgr.forge import Forge, PullRequest
 
 
@@ -54,6 +55,20 @@ def live_pr_state(
     return found
 
 
+def merged_since_created(record: UnitRecord, pull: PullRequest) -> bool:
+    """A merged PR that belongs to this unit, not to an earlier one that used the same branch
+    name (dismantle deletes a branch, so a name can come back): merged after the unit began."""
+    if pull.state != "merged" or not pull.merged_at:
+        return False
+    if not record.created_at:
+        return True
+    try:
+        # GitHub stamps whole seconds: a merge in the unit's first second still counts.
+        return parse_iso(pull.merged_at) >= parse_iso(record.created_at).replace(microsecond=0)
+    except ValueError:
+        return False
+
+
 def unit_state(
     record: UnitRecord, pulls: list[PullRequest] | None
 ) -> tuple[str, PullRequest | None]:
@@ -72,7 +87,7 @@ def unit_state(
         return "active", open_pulls[0] if open_pulls else None
     if open_pulls:
         return ("active" if open_pulls[0].draft else "held"), open_pulls[0]
-    merged = [pull for pull in pulls if pull.state == "merged"]
+    merged = [pull for pull in pulls if merged_since_created(record, pull)]
     if merged:
         return "merged", merged[0]
     return "active", None

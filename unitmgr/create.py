@@ -28,10 +28,23 @@ from pair.identity import identity_home, refuse_same_cli
 from pair.partners import adapter_for
 from pair.partners.script import first_command_word
 from registry.atomic import remove_file, write_text_atomic
-from registry.errors import StateError, ToolError, UsageError, marking_dry_run
+from registry.errors import (
+    RetryableError,
+    StateError,
+    ToolError,
+    UsageError,
+    marking_dry_run,
+)
 from registry.locks import Deadline, FileLock
 from registry.output import progress
-from registry.processes import ChildTimeout, ProcessIdentity, is_alive, kill_tree, run_streamed
+from registry.processes import (
+    ChildTimeout,
+    ProcessIdentity,
+    is_alive,
+    kill_tree,
+    reap_processes_under,
+    run_streamed,
+)
 from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_z
@@ -790,10 +803,14 @@ class Builder:
     ) -> dict[str, Any]:
         record = self.record
         record_file = str(self.registry.record_path(record.unit_id))
-        if not new:
+        retryable = isinstance(error, RetryableError)
+        if not new or retryable:
+            # A resumed create keeps what the journal reached; so does a new one that only has
+            # to wait (a busy lock, GitHub rate limits): repeating the command finishes it.
             record.error = error.reason
             self.registry.write(record)
-            raise StateError(
+            failure = RetryableError if retryable else StateError
+            raise failure(
                 error.code,
                 error.reason,
                 detail={
@@ -802,7 +819,8 @@ class Builder:
                     "step": step,
                     "cause": error.detail,
                 },
-                next_step="fix the cause, then repeat the same create command",
+                next_step="repeat the same create command"
+                + (" later" if retryable else " once the cause is fixed"),
             )
         rollback, archive = self._rollback(error.reason)
         recovered = all(entry["ok"] for entry in rollback)
@@ -870,6 +888,11 @@ class Builder:
         )
         if record.resources.worktree or worktree_started:
             with attempt("worktree") as entry:
+                if os.path.isdir(record.worktree):
+                    # A setup command's background children must not outlive their worktree.
+                    reaped = reap_processes_under(realpath(record.worktree))
+                    if reaped["processes"]:
+                        entry["reaped"] = reaped
                 row = worktree_rows(self.workspace).get(realpath(record.worktree))
                 if row is not None:
                     result = git.remove_worktree(row.path, force=True, cwd=cwd)

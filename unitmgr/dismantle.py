@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,21 +23,22 @@ from typing import Any
 from pair import api as pair_api
 from pair.git import locate as locate_pair
 from registry.atomic import remove_file
-from registry.errors import StateError, ToolError, UsageError, marking_dry_run
+from registry.errors import RetryableError, StateError, ToolError, UsageError, marking_dry_run
 from registry.locks import Deadline
 from registry.output import progress
-from registry.processes import wait_gone
+from registry.processes import reap_processes_under
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from unitmgr import git, validation
 from unitmgr.archive import archive_pair_state
+from unitmgr.capacity import merged_since_created
 from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
 from unitmgr.journal import Journal
 from unitmgr.observe import worktree_rows
 from unitmgr.steps import DISMANTLE_STEPS
 from unitmgr.units import refuse_in_flight
-from unitmgr.workspace import Workspace, is_inside, realpath
+from unitmgr.workspace import Workspace, realpath
 
 REAP_GRACE_SECONDS = 5.0
 
@@ -127,7 +127,7 @@ def merged_proof(workspace: Workspace, record: UnitRecord) -> PullRequest:
         if pull.state != "merged":
             continue
         if (local_head and pull.head_sha == local_head) or (
-            local_head is None and pull.base == record.base
+            local_head is None and pull.base == record.base and merged_since_created(record, pull)
         ):
             return pull
     why = "" if forge is not None else " (GitHub is not configured)"
@@ -177,6 +177,7 @@ class Dismantler:
         self.journal = Journal(self.registry, self.record, "dismantle", field="cleanup")
         self.journal.persist = not self.unreadable
         self.cwd = workspace.toplevel
+        self.interrupted_worktree = False
 
     def run(self) -> dict[str, Any]:
         record = self.record
@@ -208,6 +209,8 @@ class Dismantler:
             "remote-branch": self._remote_branch,
             "manifest": self._manifest,
         }
+        # Read before this run journals its own `started`: a killed earlier run left one.
+        self.interrupted_worktree = self.journal.last_started("worktree") is not None
         current = None
         try:
             for step in DISMANTLE_STEPS[:-1]:
@@ -226,7 +229,8 @@ class Dismantler:
             code = error.code if isinstance(error, ToolError) else "step-failed"
             reason = error.reason if isinstance(error, ToolError) else str(error)
             self._failed(current, reason)
-            raise StateError(
+            failure = RetryableError if isinstance(error, RetryableError) else StateError
+            raise failure(
                 code,
                 f"dismantle step {current} failed: {reason}",
                 detail={
@@ -296,7 +300,10 @@ class Dismantler:
         if record.pair and record.pair.state_dir:
             return Path(record.pair.state_dir)
         if record.worktree and os.path.isdir(record.worktree):
-            return locate_pair(record.worktree).state_dir
+            try:
+                return locate_pair(record.worktree).state_dir
+            except ToolError:
+                return None  # no longer a git checkout: there is no pair state to find
         return None
 
     def _end_pair(self, outcome: dict[str, Any]) -> None:
@@ -313,42 +320,12 @@ class Dismantler:
         if not self.record.worktree or not os.path.isdir(self.record.worktree):
             outcome["skipped"] = "worktree missing"
             return
-        import psutil
-
-        root = realpath(self.record.worktree)
-        spared = {os.getpid(), *(parent.pid for parent in psutil.Process().parents())}
-        victims = []
-        for process in psutil.process_iter(["pid", "cwd", "cmdline", "status"]):
-            try:
-                cwd = process.info["cwd"]
-                if (
-                    process.pid in spared
-                    or not cwd
-                    or process.info["status"] == psutil.STATUS_ZOMBIE
-                ):
-                    continue
-                if is_inside(realpath(cwd), root):
-                    victims.append(process)
-            except (psutil.Error, OSError):
-                continue
-        outcome["processes"] = [
-            {"pid": p.pid, "argv": (p.info.get("cmdline") or [])[:8]} for p in victims
-        ]
-        if not victims:
-            return
-        for process in victims:
-            try:
-                process.send_signal(signal.SIGTERM)
-            except psutil.Error:
-                continue
-        alive = wait_gone(victims, timeout_seconds=REAP_GRACE_SECONDS)
-        for process in alive:
-            try:
-                process.send_signal(signal.SIGKILL)
-            except psutil.Error:
-                continue
-        wait_gone(alive, timeout_seconds=REAP_GRACE_SECONDS)
-        outcome["killed"] = [p.pid for p in alive]
+        report = reap_processes_under(
+            realpath(self.record.worktree), grace_seconds=REAP_GRACE_SECONDS
+        )
+        outcome["processes"] = report["processes"]
+        if report["processes"]:
+            outcome["killed"] = report["killed"]
 
     def _archive(self, outcome: dict[str, Any]) -> None:
         state_dir = self._state_dir()
@@ -365,18 +342,33 @@ class Dismantler:
             outcome["skipped"] = "no worktree confirmed for this record"
             return
         row = worktree_rows(self.workspace).get(realpath(record.worktree))
+        # A repeated dismantle whose `git worktree remove` was killed half-way finds the
+        # worktree partly deleted (so "dirty") or already unregistered: finishing that removal
+        # is not discarding work, the journal says it was already decided.
+        resuming = self.interrupted_worktree
         if row is None:
-            if os.path.lexists(record.worktree):
+            if not os.path.lexists(record.worktree):
+                outcome["skipped"] = "worktree already gone"
+                record.resources.worktree = False
+                return
+            if not (record.resources.worktree and (self.forced or resuming)):
                 raise StateError(
                     "worktree-unregistered",
                     f"{record.worktree} exists but is not a registered worktree — it is not "
                     "removed automatically",
+                    next_step="inspect it and remove it yourself, or dismantle with --force",
                 )
-            outcome["skipped"] = "worktree already gone"
+            # Recorded as ours (`resources.worktree`), and the lead forced it or we were
+            # already removing it: the leftover directory goes.
+            shutil.rmtree(record.worktree, ignore_errors=True)
+            if os.path.lexists(record.worktree):
+                raise StateError("worktree-remove-failed", f"could not remove {record.worktree}")
             record.resources.worktree = False
+            outcome["removed"] = record.worktree
             return
-        result = git.remove_worktree(row.path, force=self.forced, cwd=self.cwd)
-        if result.returncode != 0 and self.forced:
+        force = self.forced or resuming
+        result = git.remove_worktree(row.path, force=force, cwd=self.cwd)
+        if result.returncode != 0 and force:
             shutil.rmtree(row.path, ignore_errors=True)
             result = git.remove_worktree(row.path, force=True, cwd=self.cwd)
         if result.returncode != 0:

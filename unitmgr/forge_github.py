@@ -58,6 +58,19 @@ def github_token() -> str | None:
     return _gh_token_cached()
 
 
+class GitHubRefused(StateError):
+    """GitHub answered with an error that waiting will not fix (401, 403, 404, 422, ...)."""
+
+    def __init__(self, what: str, status: int | None, message: str) -> None:
+        super().__init__(
+            "github-refused",
+            f"GitHub refused {what}: HTTP {status}" + (f" ({message})" if message else ""),
+            detail={"status": status},
+            next_step="check GH_TOKEN / GITHUB_TOKEN, GITHUB_REPOSITORY and GITHUB_API_URL",
+        )
+        self.status = status
+
+
 def open_forge(workspace: Workspace) -> GitHubForge | None:
     """The repository's forge, or None when GitHub is not configured for it."""
     repository = configured_repository(git.remote_url(workspace.toplevel))
@@ -142,18 +155,25 @@ class GitHubForge:
         retrying = Retrying(
             retry=retry_if_exception(self._transient), wait=wait, stop=stop, reraise=True
         )
+        from github import GithubException
+
         try:
             return retrying(action)
         except Exception as error:
-            if self._transient(error):
-                raise RetryableError(
-                    "github-unavailable",
-                    f"GitHub did not answer {what} within the retry bound ({int(bound)}s): "
-                    f"{_describe(error)}",
-                    detail={"retry_seconds": bound},
-                    next_step="try again later (UNITMGR_GITHUB_RETRY_SECONDS raises the bound)",
-                ) from None
-            raise
+            if not self._transient(error):
+                if isinstance(error, GithubException):
+                    data = error.data if isinstance(error.data, dict) else {}
+                    raise GitHubRefused(
+                        what, error.status, str(data.get("message") or "")
+                    ) from None
+                raise
+            raise RetryableError(
+                "github-unavailable",
+                f"GitHub did not answer {what} within the retry bound ({int(bound)}s): "
+                f"{_describe(error)}",
+                detail={"retry_seconds": bound},
+                next_step="try again later (UNITMGR_GITHUB_RETRY_SECONDS raises the bound)",
+            ) from None
 
     def _get(self, path: str, parameters: dict[str, Any] | None = None) -> Any:
         def request() -> Any:
@@ -232,25 +252,21 @@ class GitHubForge:
         )
 
     def dependency(self, number: int) -> Dependency:
-        from github import GithubException
-
         try:
             issue = _issue(self._get(f"{self.prefix}/issues/{number}"))
             if issue.is_pull_request:
                 pull = self.pull(number)
                 merged = pull.state == "merged"
                 return Dependency(number, pull.state, merged, merged)
-        except (GithubException, RetryableError):
+        except (GitHubRefused, RetryableError):
             return Dependency(number, "unknown", False, False)
         satisfied = issue.state == "closed" and issue.state_reason != NOT_PLANNED
         return Dependency(number, issue.state, False, satisfied)
 
     def blocked_by(self, number: int) -> list[int]:
-        from github import GithubException
-
         try:
             items, _ = self._list(f"{self.prefix}/issues/{number}/dependencies/blocked_by")
-        except GithubException as error:
+        except GitHubRefused as error:
             if error.status in (404, 410):
                 return []
             raise
@@ -294,19 +310,17 @@ class GitHubForge:
         return found
 
     def required_checks(self, base: str) -> RequiredChecks:
-        from github import GithubException
-
         try:
             data = self._get(f"{self.prefix}/branches/{base}/protection/required_status_checks")
             contexts = list(data.get("contexts") or [])
             contexts += [c["context"] for c in data.get("checks") or [] if c.get("context")]
             return RequiredChecks(sorted(set(contexts)))
-        except GithubException as error:
+        except GitHubRefused as error:
             if error.status not in (403, 404):
                 raise
         try:
             branch = self._get(f"{self.prefix}/branches/{base}")
-        except GithubException:
+        except GitHubRefused:
             return RequiredChecks(
                 [], readable=False, why="branch protection cannot be read (403/404)"
             )

@@ -25,7 +25,7 @@ from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import validation
 from unitmgr.forge import NOT_CONFIGURED, Check, Forge, PullRequest, RequiredChecks, Review
-from unitmgr.forge_github import open_forge
+from unitmgr.forge_github import GitHubRefused, open_forge
 from unitmgr.units import load, locked
 from unitmgr.workspace import Workspace
 
@@ -60,9 +60,7 @@ def run(repo: str, options: MergeOptions) -> dict[str, Any]:
 def _run(repo: str, options: MergeOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
-    head = validation.required(options.head, "--head", "merge")
-    if not all(c in "0123456789abcdef" for c in head.lower()) or len(head) < 7:
-        raise UsageError("invalid-head", f"--head must be a commit SHA, got {head!r}")
+    head = validation.commit_sha(validation.required(options.head, "--head", "merge"), "--head")
     if options.method not in METHODS:
         raise UsageError(
             "invalid-method", f"--method must be merge, squash or rebase, got {options.method!r}"
@@ -89,8 +87,8 @@ def _run(repo: str, options: MergeOptions) -> dict[str, Any]:
         assert pull is not None
         try:
             merge_sha = forge.merge(pull.number, sha=head, method=options.method)
-        except Exception as error:
-            status = getattr(error, "status", None)
+        except GitHubRefused as error:
+            status = error.status
             if status in (405, 409, 422):
                 merged = _already_merged(forge, record, head)
                 if merged is not None:  # a retried PUT whose first attempt had merged it

@@ -200,8 +200,9 @@ def recovery(
             return {
                 "needed": True,
                 "why": "unfinished addendum",
+                # One `--text=…` word: a text starting with `-` must not parse as an option.
                 "command": _command(
-                    workspace, "addendum", "--unit", record.unit_id, "--text", text, "--queue"
+                    workspace, "addendum", "--unit", record.unit_id, f"--text={text}", "--queue"
                 ),
             }
     if lifecycle not in CREATE_PHASES and record.task_file and not os.path.exists(record.task_file):
@@ -210,6 +211,17 @@ def recovery(
             "why": "manifest missing",
             "command": _command(
                 workspace, "addendum", "--unit", record.unit_id, "--restore-manifest"
+            ),
+        }
+    in_flight = pair.get("in_flight") or {}
+    if lifecycle == "working" and in_flight.get("alive") is False:
+        # The supervisor and partner are gone but their marker stays: no receipt will come,
+        # and every send refuses until it is cleared.
+        return {
+            "needed": True,
+            "why": "turn lost",
+            "command": " ".join(
+                shlex.quote(word) for word in ("pair", "clear", "--repo", record.worktree)
             ),
         }
     if record.pending_notice and not pair.get("in_flight"):

@@ -20,7 +20,7 @@ from typing import Any
 from pair import api as pair_api
 from pair.identity import identity_home, refuse_same_cli
 from pair.partners import adapter_for
-from registry.errors import StateError, ToolError, marking_dry_run
+from registry.errors import RetryableError, StateError, ToolError, marking_dry_run
 from registry.records import Staffing, UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, validation
@@ -231,7 +231,8 @@ class Restaffer:
             record.lifecycle = "restaff-failed"
             record.error = reason
             self.registry.write(record)
-            raise StateError(
+            failure = RetryableError if isinstance(error, RetryableError) else StateError
+            raise failure(
                 code,
                 reason,
                 detail={

@@ -3,14 +3,15 @@
 The read never waits for a lock. Reconciling the recorded pair head (`latest_seq`,
 `latest_receipt_file`) with what the pair reports is a write-back under a unit lock tried once:
 when another command holds the unit, the write is skipped and the output says
-`write_back: "skipped: busy"`.
+`write_back: "skipped: busy"`; a queued notice that cannot be sent says `"failed: <code>: …"`
+and stays queued.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from registry.errors import StateError
+from registry.errors import StateError, ToolError
 from registry.records import UnitRecord
 from unitmgr import validation
 from unitmgr.addendum import notify
@@ -66,16 +67,21 @@ def status_unit(repo: str, unit: str) -> dict[str, Any]:
                 if fresh is not None and fresh.pair is not None:
                     for key, value in _reconcile(fresh, pair).items():
                         setattr(fresh.pair, key, value)
+                    write_back = "written"
                     if notice_due and fresh.pending_notice:
                         # A queued addendum notice goes out now that no turn is in flight.
                         journal = Journal(workspace.registry, fresh, "addendum")
-                        _, seq = notify(fresh, journal)
+                        try:
+                            _, seq = notify(fresh, journal)
+                        except ToolError as error:
+                            # The read still answers; the notice stays pending for next time.
+                            write_back = f"failed: {error.code}: {error.reason}"
+                            seq = None
                         journal.clear()
                         if seq is not None:
                             document["notice_seq"] = seq
                     workspace.registry.write(fresh)
                     view = describe(fresh, rows, forge)
-                write_back = "written"
             finally:
                 lock.release()
         else:

@@ -64,6 +64,21 @@ def absolute_path(value: str, option: str) -> Path:
     return Path(os.path.normpath(value))
 
 
+def commit_sha(value: str, option: str) -> str:
+    """A full commit SHA (40 hex digits, or 64 in a SHA-256 repository), lowercased.
+
+    Never an abbreviation: a gate compares it for equality with the PR head.
+    """
+    sha = value.strip().lower()
+    if len(sha) not in (40, 64) or any(c not in "0123456789abcdef" for c in sha):
+        raise UsageError(
+            "invalid-head",
+            f"{option} must be a full commit SHA (40 hex digits), got {value!r}",
+            next_step="pass the PR head exactly, e.g. from unit status --unit <id>",
+        )
+    return sha
+
+
 def required(value: str | None, option: str, command: str = "create") -> str:
     if value is None or not value.strip():
         raise UsageError("missing-option", f"{command} requires {option}")
