@@ -12,10 +12,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -100,13 +101,42 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
     (home / ".gitconfig").write_text(
         "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
     )
+    # Computed before clearing: the outside PATH (and locale, tmp dir, ...) is kept, minus
+    # tokens, lead markers and git/unitmgr settings.
+    clean = _clean_environment(home)
     for key in list(os.environ):
         monkeypatch.delenv(key)
-    for key, value in _clean_environment(home).items():
+    for key, value in clean.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("GH_TOKEN", PLANTED_TOKENS[0])
     monkeypatch.setenv("GITHUB_TOKEN", PLANTED_TOKENS[1])
     return home
+
+
+T = TypeVar("T")
+
+
+def wait_until(
+    predicate: Callable[[], T | None], timeout: float = 20.0, interval: float = 0.02
+) -> T:
+    """Poll a condition the system under test will make true (never a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not reached in time")
+
+
+def gone(pid: int) -> bool:
+    """Whether a process is dead (a zombie counts: its parent owns it now)."""
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -7,6 +7,7 @@ one first-task turn, then dismantle without leaving anything behind.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -213,3 +214,59 @@ def test_a_missing_manifest_is_rewritten_from_the_task(sandbox: Sandbox) -> None
     resumed = sandbox.unit(*args)
     assert resumed.code == 0, resumed.stdout
     assert (sandbox.registry / "tasks" / "u1.md").read_text() == "Add a greeting file.\n"
+
+
+def test_a_forced_dismantle_cut_off_mid_removal_removes_the_unregistered_rest(
+    sandbox: Sandbox,
+) -> None:
+    assert sandbox.create("u1", model="cat").code == 0
+    sandbox.wait_turn("u1")
+    worktree = sandbox.worktree("u1")
+    (worktree / "notes.txt").write_text("uncommitted\n")
+    args = ["dismantle", "--unit", "u1", "--force", "u1"]
+    assert sandbox.unit(*args, env=crash_environment("dismantle:worktree:started")).code == -9
+    # `git worktree remove` got as far as unregistering it: files stay, git no longer knows.
+    git(sandbox.repo, "worktree", "prune", "--expire", "now")
+    (worktree / ".git").unlink()
+    git(sandbox.repo, "worktree", "prune", "--expire", "now")
+    assert str(worktree) not in git(sandbox.repo, "worktree", "list")
+    assert worktree.is_dir()
+    resumed = sandbox.unit(*args)
+    assert resumed.code == 0, resumed.stdout
+    assert_nothing_left(sandbox, "u1")
+
+
+def test_an_unregistered_directory_is_never_removed_unforced(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1", model="cat").code == 0
+    sandbox.wait_turn("u1")
+    worktree = sandbox.worktree("u1")
+    (worktree / ".git").unlink()
+    git(sandbox.repo, "worktree", "prune", "--expire", "now")
+    record = sandbox.record("u1")
+    record["pr"] = {"number": 1, "state": "merged", "proved": True}  # proof already recorded
+    (sandbox.registry / "units" / "u1.json").write_text(json.dumps(record))
+    refused = sandbox.unit("dismantle", "--unit", "u1")
+    assert refused.code == 1 and refused["code"] == "worktree-unregistered", refused.stdout
+    assert (worktree / "README.md").exists()
+
+
+def test_an_addendum_that_looks_like_an_option_resumes_from_its_recovery_command(
+    sandbox: Sandbox,
+) -> None:
+    assert sandbox.create("u1", model="cat").code == 0
+    sandbox.wait_turn("u1")
+    text = "--force is never the answer; ask first."
+    crashed = sandbox.unit(
+        "addendum",
+        "--unit",
+        "u1",
+        f"--text={text}",
+        env=crash_environment("addendum:append:done"),
+    )
+    assert crashed.code == -9
+    (unit,) = sandbox.unit("list")["units"]
+    assert unit["recovery"]["why"] == "unfinished addendum"
+    resumed = run_cli(*shlex.split(unit["recovery"]["command"]), cwd=sandbox.root)
+    assert resumed.code == 0, resumed.stdout
+    manifest = (sandbox.registry / "tasks" / "u1.md").read_text()
+    assert manifest.count("## Addendum — ") == 1 and manifest.rstrip().endswith(text)

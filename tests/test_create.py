@@ -160,6 +160,20 @@ def test_failing_setup_rolls_back_completely(sandbox: Sandbox) -> None:
     assert '"step": "setup", "status": "failed"' in events
 
 
+def test_a_rollback_stops_what_setup_left_running_in_the_worktree(sandbox: Sandbox) -> None:
+    pid_file = sandbox.root / "daemon.pid"
+    # A daemon in a session of its own: the setup hook's group kill cannot reach it.
+    setup = f"setsid sleep 300 < /dev/null > /dev/null 2>&1 & echo $! > {pid_file}; exit 3"
+    result = sandbox.create("u1", setup=setup)
+    assert result.code == 1 and result["code"] == "setup-failed", result.stdout
+    pid = int(pid_file.read_text())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    (worktree,) = [e for e in result["detail"]["rollback"] if e["resource"] == "worktree"]
+    assert worktree["ok"] is True
+    assert pid in [process["pid"] for process in worktree["reaped"]["processes"]]
+    assert not sandbox.worktree("u1").exists()
+
+
 def test_failing_pair_init_rolls_back_and_names_the_archive(sandbox: Sandbox) -> None:
     result = sandbox.create("u1", model="./tools/not-here")
     assert result.code == 1, result.stdout

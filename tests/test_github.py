@@ -370,3 +370,33 @@ def test_status_unit_lists_the_pull_requests(sandbox: Sandbox, github) -> None:
     offline = sandbox.unit("list")
     assert "pull_requests" not in offline["units"][0]["observed"]
     assert all(auth == f"token {GITHUB_TOKEN}" for auth in github.authorization)
+
+
+def test_a_pr_merged_before_the_unit_began_does_not_free_its_slot(sandbox: Sandbox, github) -> None:
+    # An earlier unit used the same branch name and was merged long ago; the name came back.
+    assert sandbox.create("u1").code == 0
+    github.add_pull("feat/u1", "3" * 40, state="merged", merged_at="2020-01-01T00:00:00Z")
+    counted = intake(sandbox)
+    assert counted.code == 0 and counted["capacity"]["active"] == 1, counted.stdout
+    github.add_pull("feat/u1", "4" * 40, state="merged")  # merged now: the unit's own PR
+    assert intake(sandbox)["capacity"]["active"] == 0
+
+
+def test_a_refusal_from_github_is_not_retried(sandbox: Sandbox, github) -> None:
+    write_record(sandbox, "u1")
+    github.fail("GET", r"/pulls$", 404, times=5, message="Not Found")
+    started = time.monotonic()
+    result = sandbox.unit("merge", "--unit", "u1", "--head", "a" * 40)
+    assert result.code == 1 and result["code"] == "github-refused", result.stdout
+    assert result["detail"] == {"status": 404} and "HTTP 404" in result["reason"]
+    assert [path for method, path in github.requests if path.endswith("/pulls")].__len__() == 1
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("head", ["abc1234", "A" * 39, "g" * 40, ""])
+def test_merge_needs_a_full_head_sha(sandbox: Sandbox, github, head: str) -> None:
+    write_record(sandbox, "u1")
+    result = sandbox.unit("merge", "--unit", "u1", "--head", head)
+    assert result.code == 2, result.stdout
+    assert result["code"] in ("invalid-head", "missing-option")
+    assert github.requests == []

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import Sandbox, git
+from tests.conftest import Sandbox, git, wait_until
 
 
 def init_script(sandbox: Sandbox, model: str, repo: Path | None = None, *extra: str) -> dict:
@@ -26,17 +26,6 @@ def body(sandbox: Sandbox, text: str = "please do the thing") -> str:
     path = sandbox.root / "body.md"
     path.write_text(text + "\n")
     return str(path)
-
-
-def wait_until(predicate, timeout: float = 15.0, interval: float = 0.02):
-    """Poll a condition the system under test will make true (never a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("condition not reached in time")
 
 
 def test_init_creates_then_resumes(sandbox: Sandbox) -> None:

@@ -17,13 +17,7 @@ from registry.processes import (
     kill_tree,
     run_streamed,
 )
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+from tests.conftest import gone
 
 
 def test_kill_tree_survives_a_tree_that_keeps_forking() -> None:

@@ -11,23 +11,13 @@ import time
 
 import psutil
 
-from tests.conftest import FakePartners, Sandbox, git
+from tests.conftest import FakePartners, Sandbox, git, run_cli, wait_until
 
 GATED = "cat > /dev/null; while [ ! -f {gate} ]; do sleep 0.05; done; echo released"
 
 
 def env(**changes: str) -> dict[str, str]:
     return {**os.environ, **changes}
-
-
-def wait_until(predicate, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
 
 
 def working_unit(sandbox: Sandbox, unit_id: str = "u1", **options: str) -> dict:
@@ -358,3 +348,66 @@ def test_wait_wakes_on_a_lifecycle_change(sandbox: Sandbox) -> None:
     thread.join(timeout=30)
     (change,) = results[0]["changed"]
     assert change["lifecycle"] in ("dismantling", "dismantled")
+
+
+def test_a_repeated_addendum_adopts_the_notice_its_killed_attempt_sent(sandbox: Sandbox) -> None:
+    gate = sandbox.root / "gate"
+    assert sandbox.create("u1", model=GATED.format(gate=gate)).code == 0
+    gate.write_text("go")
+    sandbox.wait_turn("u1")
+    gate.unlink()
+    crash = env(UNITMGR_TEST_HOOKS="1", UNITMGR_TEST_CRASH_AFTER="addendum:notify:started")
+    assert sandbox.unit("addendum", "--unit", "u1", "--text", "More.", env=crash).code == -9
+    # The killed attempt got its notice out before it could journal it: turn 2 is in flight.
+    notice = sandbox.root / "notice.md"
+    notice.write_text("The task manifest changed.\n")
+    worktree = sandbox.worktree("u1")
+    sent = sandbox.pair(
+        "send", "--kind", "task", "--body-file", str(notice), "--background", repo=worktree
+    )
+    assert sent.code == 0 and sent["seq"] == 2
+    again = sandbox.unit("addendum", "--unit", "u1", "--text", "More.")
+    assert again.code == 0, again.stdout
+    assert again["status"] == "sent" and again["notice_seq"] == 2
+    record = sandbox.record("u1")
+    assert record["pending_notice"] is None and record["journal"] == []
+    assert record["pair"]["latest_seq"] == 2
+    gate.write_text("go")
+    assert sandbox.wait_turn("u1")["seq"] == 2
+    assert sandbox.pair("status", repo=worktree)["seq"] == 2  # never a second notice
+
+
+def test_status_unit_still_answers_when_a_queued_notice_cannot_go(sandbox: Sandbox) -> None:
+    gate = sandbox.root / "gate"
+    assert sandbox.create("u1", model=GATED.format(gate=gate)).code == 0
+    queued = sandbox.unit("addendum", "--unit", "u1", "--text", "Later.", "--queue")
+    assert queued["status"] == "queued"
+    gate.write_text("go")
+    sandbox.wait_turn("u1")
+    assert sandbox.pair("end", repo=sandbox.worktree("u1")).code == 0  # behind unitmgr's back
+    status = sandbox.unit("status", "--unit", "u1")
+    assert status.code == 0, status.stdout
+    assert status["write_back"].startswith("failed: ")
+    assert status["unit"]["pending_notice"] is not None  # still owed, nothing half-done
+    assert status["unit"]["journal"] == []
+
+
+def test_a_lost_turn_is_flagged_with_the_command_that_clears_it(sandbox: Sandbox) -> None:
+    gate = sandbox.root / "gate"
+    assert sandbox.create("u1", model=GATED.format(gate=gate)).code == 0
+    worktree = sandbox.worktree("u1")
+    in_flight = sandbox.pair("status", repo=worktree)["in_flight"]
+    partner = psutil.Process(in_flight["partner_pid"])
+    os.kill(in_flight["supervisor_pid"], 9)
+    os.killpg(in_flight["partner_pid"], 9)
+    wait_until(lambda: not partner.is_running() or partner.status() == psutil.STATUS_ZOMBIE)
+    (unit,) = sandbox.unit("status", "--all")["units"]
+    assert unit["recovery"] == {
+        "needed": True,
+        "why": "turn lost",
+        "command": f"pair clear --repo {worktree}",
+    }
+    cleared = run_cli(*unit["recovery"]["command"].split(), cwd=sandbox.root)
+    assert cleared.code == 0 and cleared["status"] == "cleared", cleared.stdout
+    (unit,) = sandbox.unit("list")["units"]
+    assert unit["recovery"]["needed"] is False

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from werkzeug import Request, Response
 
 NOW = "2026-11-29T09:00:00Z"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 @dataclass
@@ -91,6 +96,7 @@ class FakeGitHub:
         author: str = "executor-bot",
         state: str = "open",
         labels: tuple[str, ...] = (),
+        merged_at: str | None = None,
     ) -> int:
         number = self._number()
         self.pulls[number] = {
@@ -102,7 +108,9 @@ class FakeGitHub:
             "head_sha": head_sha,
             "base": base,
             "author": author,
-            "merged_at": NOW if state == "merged" else None,
+            # A merge happens now unless told otherwise: a unit counts a merged PR only when it
+            # was merged after the unit was created.
+            "merged_at": (merged_at or _now()) if state == "merged" else None,
             "merge_commit_sha": "f" * 40 if state == "merged" else None,
             "labels": list(labels),
         }
@@ -339,7 +347,7 @@ class FakeGitHub:
             return self._json(
                 {"message": "Head branch was modified. Review and try the merge again."}, 409
             )
-        pull.update(state="closed", merged_at=NOW, merge_commit_sha="e" * 40)
+        pull.update(state="closed", merged_at=_now(), merge_commit_sha="e" * 40)
         self.last_merge_method = body.get("merge_method")
         return self._json(
             {"sha": "e" * 40, "merged": True, "message": "Pull Request successfully merged"}

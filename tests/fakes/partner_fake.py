@@ -4,7 +4,7 @@ Installed by tests as executables named `claude`, `codex`, `cursor-agent`, `open
 and `agent-run`, each `main(<name>)`. Every run appends what it saw to `$FAKE_LOG` (argv, cwd,
 the prompt, lead markers present, CODEX_HOME). `$FAKE_SCENARIO` picks the behaviour:
 ok (default), empty, fail, is-error, cancelled, turn-failed, hang, rate-limited, no-session,
-heavy.
+heavy, fail-after-reply-file (codex: writes its `-o` reply file, then exits 3).
 """
 
 from __future__ import annotations
@@ -217,6 +217,11 @@ def codex(argv: list[str], scenario: str) -> int:
             {"type": "item.completed", "item": {"type": "agent_message", "text": "partly"}}
         )
     if scenario == "fail":
+        return 3
+    if scenario == "fail-after-reply-file":
+        reply_file = option(argv, "-o")
+        if reply_file:
+            Path(reply_file).write_text(reply_text(scenario, "codex") + "\n")
         return 3
     if scenario == "turn-failed":
         emit({"type": "turn.failed", "error": {"message": "model overloaded"}})
