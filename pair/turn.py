@@ -312,6 +312,7 @@ def _stream(
     last_output = time.monotonic()
     hang_reason: str | None = None
     exited_at: float | None = None
+    closed_at: float | None = None
     with selectors.DefaultSelector() as selector:
         for fd in names:
             os.set_blocking(fd, False)
@@ -321,8 +322,10 @@ def _stream(
             # With both pipes closed the partner may still run (it can close its output): keep
             # polling it, so the budgets still apply.
             events = selector.select(timeout=POLL_SECONDS) if open_streams else []
-            if not open_streams:
-                time.sleep(0 if _exited(process) else POLL_SECONDS)
+            if not open_streams and not _exited(process):
+                # Pipes close a moment before the exit is visible: look again soon at first.
+                closed_at = closed_at or time.monotonic()
+                time.sleep(0.01 if time.monotonic() - closed_at < 1 else POLL_SECONDS)
             now = time.monotonic()
             for key, _ in events:
                 name = names[key.fd]
