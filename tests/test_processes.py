@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -25,12 +28,18 @@ def test_kill_tree_survives_a_tree_that_keeps_forking() -> None:
         process = subprocess.Popen(
             ["sh", "-c", "while true; do sleep 0.01; done"], start_new_session=True
         )
-        found = identify(process.pid)
-        assert found is not None
-        identity = ProcessIdentity(process.pid, found.create_time, process.pid, "sh")
-        kill_tree(identity, grace_seconds=2)
-        process.wait(timeout=10)
-        assert not is_alive(identity)
+        try:
+            found = identify(process.pid)
+            assert found is not None
+            identity = ProcessIdentity(process.pid, found.create_time, process.pid, "sh")
+            kill_tree(identity, grace_seconds=2)
+            process.wait(timeout=10)
+            assert not is_alive(identity)
+        finally:
+            # A failed run must not leave a fork loop eating the CPU of every later test.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def test_kill_tree_catches_setsid_escapees() -> None:
