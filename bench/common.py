@@ -6,32 +6,19 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-VENV_BIN = str(Path(sys.executable).parent)
+from unitmgr.demo import isolated_environment
 
 
 def environment(home: Path) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GH_", "GITHUB_", "GIT_", "UNITMGR_"))
+    return {
+        **isolated_environment(home, name="bench", email="bench@unitmgr.invalid"),
+        "UNITMGR_SKIP_GH_AUTH_TOKEN": "1",
     }
-    env.update(
-        HOME=str(home),
-        PATH=os.pathsep.join([VENV_BIN, env.get("PATH", "/usr/bin:/bin")]),
-        GIT_AUTHOR_NAME="bench",
-        GIT_AUTHOR_EMAIL="bench@unitmgr.invalid",
-        GIT_COMMITTER_NAME="bench",
-        GIT_COMMITTER_EMAIL="bench@unitmgr.invalid",
-        GIT_CONFIG_NOSYSTEM="1",
-        UNITMGR_SKIP_GH_AUTH_TOKEN="1",
-    )
-    return env
 
 
 def median_seconds(action: Callable[[], object], runs: int) -> float:

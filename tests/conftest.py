@@ -20,43 +20,18 @@ from typing import Any, TypeVar
 
 import pytest
 
+from unitmgr import demo
+
 VENV_BIN = str(Path(sys.executable).parent)
-DROPPED_PREFIXES = ("GH_", "GITHUB_", "UNITMGR_", "GIT_")
-LEAD_MARKERS = (
-    "OPENCODE_CLIENT",
-    "OPENCODE_PID",
-    "OPENCODE_WORKSPACE_ID",
-    "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CODEX_SANDBOX",
-    "CODEX_THREAD_ID",
-    "CODEX_HOME",
-    "CURSOR_AGENT",
-    "CURSOR_AGENT_CHAT_ID",
-    "GROK_SESSION_ID",
-    "GROK_AGENT",
-)
 
 
 def _clean_environment(home: Path) -> dict[str, str]:
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(DROPPED_PREFIXES) and key not in LEAD_MARKERS
+    return {
+        **demo.isolated_environment(home, name="Unit Test", email="unit@test.invalid"),
+        "LANG": "C.UTF-8",
+        "TZ": "UTC",
+        "UNITMGR_SKIP_GH_AUTH_TOKEN": "1",
     }
-    environment.update(
-        HOME=str(home),
-        PATH=os.pathsep.join([VENV_BIN, environment.get("PATH", "/usr/bin:/bin")]),
-        GIT_AUTHOR_NAME="Unit Test",
-        GIT_AUTHOR_EMAIL="unit@test.invalid",
-        GIT_COMMITTER_NAME="Unit Test",
-        GIT_COMMITTER_EMAIL="unit@test.invalid",
-        GIT_CONFIG_NOSYSTEM="1",
-        LANG="C.UTF-8",
-        TZ="UTC",
-        UNITMGR_SKIP_GH_AUTH_TOKEN="1",
-    )
-    return environment
 
 
 GITHUB_TOKEN = "ghp_" + "T0kenThatMustNeverBePrinted42"

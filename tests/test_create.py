@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 
 from tests.conftest import Sandbox, git
+from unitmgr.steps import CREATE_STEPS
 
 PUSHING_MODEL = (
     "cat > /dev/null; echo hello > GREETING.md; git add GREETING.md; "
@@ -246,17 +247,8 @@ def test_dry_run_plans_and_writes_nothing(sandbox: Sandbox) -> None:
     result = sandbox.create("u1", "--dry-run", setup="true")
     assert result.code == 0, result.stdout
     assert result["dry_run"] is True
-    assert [step["step"] for step in result["plan"]] == [
-        "reserve",
-        "manifest",
-        "worktree",
-        "pr-body-exclude",
-        "setup",
-        "pair-init",
-        "pair-verify",
-        "first-task",
-        "working",
-    ]
+    # The step names themselves are pinned in test_architecture.
+    assert [step["step"] for step in result["plan"]] == list(CREATE_STEPS)
     assert {step["action"] for step in result["plan"]} == {"run"}
     assert result["plan"][2]["detail"]["base_sha"] == git(sandbox.repo, "rev-parse", "origin/main")
     assert sandbox.snapshot() == before

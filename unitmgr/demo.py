@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pair.environment import LEAD_MARKERS
+
 EXECUTOR_SCRIPT = """\
 # The demo's executor: reads its prompt on stdin, does the task, replies on stdout.
 cat > /dev/null
@@ -28,28 +30,30 @@ git commit -q -m 'Add HELLO.md'
 git push -q -u origin HEAD
 echo 'Committed and pushed HELLO.md'
 """
-LEAD_MARKERS = (
-    "OPENCODE_CLIENT", "OPENCODE_PID", "OPENCODE_WORKSPACE_ID", "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT", "CODEX_SANDBOX", "CODEX_THREAD_ID", "CURSOR_AGENT",
-    "CURSOR_AGENT_CHAT_ID", "GROK_SESSION_ID", "GROK_AGENT",
-)  # fmt: skip
+DROPPED_PREFIXES = ("GH_", "GITHUB_", "GIT_", "UNITMGR_")
 
 
-def _environment(home: Path) -> dict[str, str]:
-    bin_dir = str(Path(sys.executable).parent)
+def isolated_environment(home: Path, *, name: str, email: str) -> dict[str, str]:
+    """The environment the demo, the tests and the benchmarks run the CLI in.
+
+    This one's bin dir first on PATH, HOME in `home`, its own git identity and no system git
+    config; no GitHub tokens, git or unitmgr settings, lead markers or CODEX_HOME from outside.
+    """
+    lead_markers = {variable for variable, _ in LEAD_MARKERS}
     environment = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("GH_", "GITHUB_", "GIT_")) and key not in LEAD_MARKERS
+        if not key.startswith(DROPPED_PREFIXES) and key not in lead_markers and key != "CODEX_HOME"
     }
+    bin_dir = str(Path(sys.executable).parent)
     environment.update(
         HOME=str(home),
         PATH=os.pathsep.join([bin_dir, environment.get("PATH", "/usr/bin:/bin")]),
         GIT_CONFIG_NOSYSTEM="1",
-        GIT_AUTHOR_NAME="unitmgr demo",
-        GIT_AUTHOR_EMAIL="demo@unitmgr.invalid",
-        GIT_COMMITTER_NAME="unitmgr demo",
-        GIT_COMMITTER_EMAIL="demo@unitmgr.invalid",
+        GIT_AUTHOR_NAME=name,
+        GIT_AUTHOR_EMAIL=email,
+        GIT_COMMITTER_NAME=name,
+        GIT_COMMITTER_EMAIL=email,
     )
     return environment
 
@@ -57,7 +61,9 @@ def _environment(home: Path) -> dict[str, str]:
 class Demo:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.environment = _environment(root / "home")
+        self.environment = isolated_environment(
+            root / "home", name="unitmgr demo", email="demo@unitmgr.invalid"
+        )
         (root / "home").mkdir()
 
     def say(self, text: str) -> None:
