@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pair.environment import detect_lead, partner_environment
 from pair.errors import StateError, UsageError
 from pair.git import locate
-from pair.partners import LEADS, PARTNERS
+from pair.partners import LEADS
 from pair.state import (
     TURN_KINDS,
     Marker,
@@ -38,7 +38,7 @@ from pair.state import (
 )
 from registry.atomic import ensure_private_dir, remove_file, write_text_atomic
 from registry.processes import ProcessIdentity, current_identity, is_alive
-from registry.timeutil import iso_z, stamp
+from registry.timeutil import iso_from_epoch, iso_z, stamp
 
 if TYPE_CHECKING:
     from pair.models import Resolution
@@ -149,8 +149,7 @@ def init(
     from pair.identity import identity_home, refuse_same_cli
     from pair.partners import adapter_for
 
-    if partner not in PARTNERS:
-        adapter_for(partner)  # raises the unknown-partner refusal
+    adapter = adapter_for(partner)  # an unknown partner is refused first
     if role not in ROLES:
         raise UsageError("unknown-role", f"unknown role {role!r} — use peer or executor")
     lead_name = resolve_lead(lead)
@@ -173,7 +172,6 @@ def init(
                 f"{existing.sid}) — end it first to pair with identity {requested_identity}",
             )
         return {"ok": True, "status": "resumed", **session_view(paths, existing)}
-    adapter = adapter_for(partner)
     adapter.validate_staffing(model=model, effort=effort, identity=requested_identity)
     home = identity_home(partner, requested_identity)
     refuse_same_cli(lead=lead_name, partner=partner, partner_home=home)
@@ -584,15 +582,9 @@ def _turn_view(paths: PairPaths, seq: int, kind: str | None) -> dict[str, Any] |
         "kind": kind,
         "transcript": str(transcript),
         "bytes": info.st_size,
-        "last_output_at": iso_z(_from_timestamp(info.st_mtime)),
+        "last_output_at": iso_from_epoch(info.st_mtime),
         "seconds_since_output": max(0, round(time.time() - info.st_mtime)),
     }
-
-
-def _from_timestamp(value: float) -> Any:
-    import datetime as _dt
-
-    return _dt.datetime.fromtimestamp(value, _dt.UTC)
 
 
 def read_status(state_dir: str | Path) -> dict[str, Any]:
@@ -638,7 +630,7 @@ def read_status(state_dir: str | Path) -> dict[str, Any]:
 def _marker_view(marker: Marker) -> dict[str, Any]:
     partner = ProcessIdentity.from_json(marker.partner)
     supervisor = ProcessIdentity.from_json(marker.supervisor)
-    alive = any(is_alive(identity) for identity in marker.identities())
+    alive = marker.live_pid() is not None  # the same test `clear` applies
     return {
         "seq": marker.seq,
         "kind": marker.kind,
@@ -653,9 +645,8 @@ def _marker_view(marker: Marker) -> dict[str, Any]:
 
 def status(repo: str | Path) -> dict[str, Any]:
     _, paths = _paths(repo)
-    _require_session(paths)
-    view = read_status(paths.state_dir)
     session = _require_session(paths)
+    view = read_status(paths.state_dir)
     # Only a positive absence counts: an unreadable store or a CLI without one says True.
     from pair.partners import adapter_for
 
@@ -676,6 +667,9 @@ def clear(repo: str | Path) -> dict[str, Any]:
 def clear_state(state_dir: str | Path) -> dict[str, Any]:
     """`clear` for a known state dir (works when the worktree directory itself is gone)."""
     paths = PairPaths(Path(state_dir))
+    if not paths.marker_file.exists():
+        # Nothing to clear, and nothing written (not even the marker lock) where no pair is.
+        return {"ok": True, "status": "already-cleared", "lock_file": str(paths.marker_file)}
     with marker_mutex(paths):
         try:
             marker = read_marker(paths)
@@ -712,6 +706,7 @@ def end(repo: str | Path) -> dict[str, Any]:
 def end_state(state_dir: str | Path) -> dict[str, Any]:
     """`end` for a known state dir (works when the worktree directory itself is gone)."""
     paths = PairPaths(Path(state_dir))
+    _require_session(paths)  # refuses before the marker lock creates anything
     with marker_mutex(paths):
         if paths.marker_file.exists():
             raise StateError(
@@ -728,3 +723,13 @@ def end_state(state_dir: str | Path) -> dict[str, Any]:
             shutil.move(str(paths.transcripts_dir), str(destination / "transcripts"))
         shutil.move(str(paths.session_file), str(destination / "session.json"))
     return {"ok": True, "status": "ended", "sid": session.sid, "ended_dir": str(destination)}
+
+
+def close_state(state_dir: str | Path) -> dict[str, Any]:
+    """Clear a dead turn's marker, then end the session if there is one: what a unit does before
+    it replaces or removes a pair. `{"cleared": status | None, "ended_dir": path | None}`.
+    A live turn is refused (`turn-in-flight`)."""
+    paths = PairPaths(Path(state_dir))
+    cleared = clear_state(paths.state_dir)["status"] if paths.marker_file.exists() else None
+    ended = end_state(paths.state_dir)["ended_dir"] if paths.session_file.exists() else None
+    return {"cleared": cleared, "ended_dir": ended}

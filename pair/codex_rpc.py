@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from registry.processes import stop_child_group
-from registry.timeutil import iso_z, utc_now
+from registry.timeutil import iso_from_epoch, iso_z, utc_now
 
 READ_METHODS = ("account/read", "account/rateLimits/read", "model/list")
 MAX_PAGES = 20
@@ -166,13 +166,11 @@ def _window(raw: Any) -> dict[str, Any] | None:
 
 def epoch_iso(value: Any) -> str | None:
     """An epoch in seconds or milliseconds as ISO 8601, or None for anything unusable."""
-    import datetime as _dt
-
     if not isinstance(value, int | float) or isinstance(value, bool):
         return None
     seconds = value / 1000 if value > 10**11 else value  # seconds or milliseconds
     try:
-        return iso_z(_dt.datetime.fromtimestamp(seconds, _dt.UTC))
+        return iso_from_epoch(seconds)
     except (OverflowError, ValueError, OSError):
         return None
 

@@ -19,7 +19,6 @@ from pair.errors import UsageError
 from registry.timeutil import iso_z
 
 CLAUDE_FAMILIES = ("fable", "opus", "sonnet")
-CURSOR_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 LISTING_TIMEOUT_SECONDS = 30.0
 
 
@@ -116,10 +115,10 @@ def resolve(
     identity_home: str | None,
     environment: dict[str, str],
 ) -> Resolution:
+    if partner == "script":  # a command line, never a model request to parse
+        return Resolution(model, model, None, "script command", None)
     kind, value = parse(model)
     now = iso_z()
-    if partner == "script":
-        return Resolution(model, model, None, "script command", None)
     if partner == "claude":
         # Claude has no catalog: the alias goes to the CLI, the bootstrap reports the model.
         if kind == "family" or (kind == "explicit" and value in CLAUDE_FAMILIES):

@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import json
-import os
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pair.errors import StateError
-from registry.atomic import FILE_MODE, ensure_private_dir, remove_file, write_text_atomic
+from registry.atomic import remove_file, write_text_atomic
+from registry.locks import Deadline, FileLock
 from registry.processes import ProcessIdentity, group_members, is_alive
 from registry.records import Record, RecordTooNew, RecordUnreadable
 
@@ -183,27 +181,10 @@ def read_marker(paths: PairPaths) -> Marker | None:
 @contextlib.contextmanager
 def marker_mutex(paths: PairPaths, timeout_seconds: float = 10.0) -> Iterator[None]:
     """Serialize changes to the marker (held for milliseconds, never across a turn)."""
-    ensure_private_dir(paths.state_dir)
-    fd = os.open(
-        paths.marker_mutex_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE
-    )
-    try:
-        deadline = time.monotonic() + timeout_seconds
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise StateError(
-                        "pair-marker-busy",
-                        f"the in-flight marker lock {paths.marker_mutex_file} stayed busy for "
-                        f"{int(timeout_seconds)}s",
-                    ) from None
-                time.sleep(0.01)
+    subject = f"the in-flight marker of {paths.state_dir}"
+    lock = FileLock(paths.marker_mutex_file, subject=subject, command="pair")
+    with lock.hold(Deadline(timeout_seconds)):
         yield
-    finally:
-        os.close(fd)
 
 
 def write_marker(paths: PairPaths, marker: Marker) -> None:

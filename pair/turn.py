@@ -219,16 +219,15 @@ def run_turn(
     finally:
         os.close(transcript_fd)
 
+    # A hang kills the whole group; after an exit, whatever the partner left running in it (a
+    # background job still editing the worktree) would otherwise overlap the next turn. Both
+    # happen before the partner is reaped, so its pid (the group id) cannot be reused meanwhile.
+    leftovers = kill_tree(partner, grace_seconds=KILL_GRACE_SECONDS)
     if hang_reason:
-        kill_tree(partner, grace_seconds=KILL_GRACE_SECONDS)
+        leftovers = []
     exit_code = process.wait()
-    # The turn is over: whatever the partner left running in its process group (a background
-    # job still editing the worktree) would otherwise overlap the next turn.
-    leftovers = kill_tree(partner, grace_seconds=KILL_GRACE_SECONDS) if not hang_reason else []
     seconds = round(time.monotonic() - started, 3)
-    output = TurnOutput(
-        exit_code=None if hang_reason else exit_code, stdout=stdout, hang=bool(hang_reason)
-    )
+    output = TurnOutput(exit_code=None if hang_reason else exit_code, stdout=stdout)
     throttle = throttle_signals(transcript)
     queue = heavy.summary(time.monotonic())
     if leftovers:

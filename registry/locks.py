@@ -20,9 +20,9 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from registry.atomic import FILE_MODE, ensure_private_dir
@@ -106,10 +106,6 @@ class FileLock:
         self.command = command
         self._fd: int | None = None
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def try_acquire(self) -> bool:
         """One attempt, never waiting."""
         if self._fd is not None:
@@ -168,13 +164,11 @@ class FileLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, (line + "\n").encode("utf-8"), 0)
 
-    def __enter__(self) -> FileLock:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.release()
+    @contextlib.contextmanager
+    def hold(self, deadline: Deadline) -> Iterator[None]:
+        """Acquire (waiting within `deadline`), run the body, release."""
+        self.acquire(deadline)
+        try:
+            yield
+        finally:
+            self.release()

@@ -98,16 +98,6 @@ def is_alive(identity: ProcessIdentity | None) -> bool:
         return False
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether any non-zombie process has `pid` (for liveness without a recorded start time)."""
-    import psutil
-
-    try:
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-    except (psutil.Error, OSError):
-        return False
-
-
 def group_members(pgid: int) -> list[int]:
     """Live, non-zombie pids whose process group is `pgid`."""
     import psutil

@@ -16,6 +16,11 @@ def iso_z(moment: _dt.datetime | None = None, *, milliseconds: bool = False) -> 
     return text.replace("+00:00", "Z")
 
 
+def iso_from_epoch(seconds: float) -> str:
+    """`iso_z` of a POSIX timestamp."""
+    return iso_z(_dt.datetime.fromtimestamp(seconds, _dt.UTC))
+
+
 def parse_iso(text: str) -> _dt.datetime:
     """Parse what `iso_z` writes (and any ISO 8601 time with an offset)."""
     moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pair.state import PairPaths
 from registry.atomic import FILE_MODE, ensure_private_dir
 from registry.store import Registry
 from registry.timeutil import stamp
 
 FULL_TRANSCRIPT_LIMIT = 5 * 1024 * 1024
 TRANSCRIPT_TAIL = 1024 * 1024
-SKIPPED_NAMES = {"in-flight.lock"}
+SKIPPED_NAMES = {PairPaths(Path()).marker_mutex_file.name}  # a lock, not state
 
 
 def archive_pair_state(registry: Registry, unit_id: str, state_dir: Path) -> Path | None:

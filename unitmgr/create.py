@@ -27,7 +27,7 @@ from pair.git import locate as locate_pair
 from pair.identity import identity_home, refuse_same_cli
 from pair.partners import adapter_for
 from pair.partners.script import first_command_word
-from registry.atomic import remove_file, write_text_atomic
+from registry.atomic import remove_file, sweep_temp_files, write_text_atomic
 from registry.errors import (
     RetryableError,
     StateError,
@@ -35,7 +35,7 @@ from registry.errors import (
     UsageError,
     marking_dry_run,
 )
-from registry.locks import Deadline, FileLock
+from registry.locks import Deadline
 from registry.output import progress
 from registry.processes import (
     ChildTimeout,
@@ -267,11 +267,8 @@ def resolve_base(workspace: Workspace, request: Request, deadline: Deadline) -> 
         else:
             progress(f"unit create {request.unit_id}: fetching origin {request.base}")
             lock = workspace.registry.fetch_lock(command=command_label(request.unit_id))
-            lock.acquire(deadline)
-            try:
+            with lock.hold(deadline):
                 fetched = git.fetch_base(request.base, cwd=cwd)
-            finally:
-                lock.release()
             if fetched == "fetched":
                 sha = git.resolve_commit(remote_ref, cwd=cwd)
                 if sha:
@@ -522,13 +519,10 @@ def dry_run(workspace: Workspace, request: Request, existing: UnitRecord | None)
 class Builder:
     """Runs Phase C over one record, holding its unit lock."""
 
-    def __init__(
-        self, workspace: Workspace, record: UnitRecord, lock: FileLock, deadline: Deadline
-    ):
+    def __init__(self, workspace: Workspace, record: UnitRecord, deadline: Deadline):
         self.workspace = workspace
         self.registry = workspace.registry
         self.record = record
-        self.lock = lock
         self.deadline = deadline
         self.journal = Journal(self.registry, record, "create")
 
@@ -545,24 +539,16 @@ class Builder:
     ) -> dict[str, Any]:
         registry = workspace.registry
         label = command_label(request.unit_id)
-        unit_lock = registry.unit_lock(request.unit_id, command=label)
-        unit_lock.acquire(deadline)
-        try:
-            registry_lock = registry.registry_lock(command=label)
-            registry_lock.acquire(deadline)
-            try:
+        with registry.unit_lock(request.unit_id, command=label).hold(deadline):
+            with registry.registry_lock(command=label).hold(deadline):
                 builder = (
                     None
                     if registry.exists(request.unit_id)
-                    else cls._reserve(workspace, request, base, unit_lock, deadline, pulls)
+                    else cls._reserve(workspace, request, base, deadline, pulls)
                 )
-            finally:
-                registry_lock.release()
             if builder is None:  # another create reserved it first: this one resumes
-                return cls._resume_locked(workspace, request, unit_lock, deadline)
+                return cls._resume_locked(workspace, request, deadline)
             return builder.build(new=True, resumed_from=None)
-        finally:
-            unit_lock.release()
 
     @classmethod
     def _reserve(
@@ -570,7 +556,6 @@ class Builder:
         workspace: Workspace,
         request: Request,
         base: Base,
-        unit_lock: FileLock,
         deadline: Deadline,
         pulls: dict[str, list[PullRequest]] | None,
     ) -> Builder:
@@ -579,10 +564,13 @@ class Builder:
         Nothing slow runs here: the live PR state was read before the lock; a unit reserved
         since then has no pull request yet and counts active.
         """
-        entries = workspace.registry.scan()
+        registry = workspace.registry
+        for directory in (registry.units_dir, registry.tasks_dir, registry.root):
+            sweep_temp_files(directory)  # what writers killed mid-write left (old enough)
+        entries = registry.scan()
         admission = admit(entries, request, pulls)
         check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
-        builder = cls(workspace, new_record(workspace, request, base), unit_lock, deadline)
+        builder = cls(workspace, new_record(workspace, request, base), deadline)
         builder.journal.write("reserve", "started", {"capacity": admission})
         builder.journal.write("reserve", "done")
         return builder
@@ -590,15 +578,12 @@ class Builder:
     @classmethod
     def resume(cls, workspace: Workspace, request: Request, deadline: Deadline) -> dict[str, Any]:
         lock = workspace.registry.unit_lock(request.unit_id, command=command_label(request.unit_id))
-        lock.acquire(deadline)
-        try:
-            return cls._resume_locked(workspace, request, lock, deadline)
-        finally:
-            lock.release()
+        with lock.hold(deadline):
+            return cls._resume_locked(workspace, request, deadline)
 
     @classmethod
     def _resume_locked(
-        cls, workspace: Workspace, request: Request, lock: FileLock, deadline: Deadline
+        cls, workspace: Workspace, request: Request, deadline: Deadline
     ) -> dict[str, Any]:
         record = workspace.read_record(request.unit_id)
         if record is None:
@@ -617,7 +602,7 @@ class Builder:
                 detail={"lifecycle": record.lifecycle},
             )
         compare_for_resume(record, request)
-        builder = cls(workspace, record, lock, deadline)
+        builder = cls(workspace, record, deadline)
         return builder.build(new=False, resumed_from=record.lifecycle)
 
     # -- Phase C -------------------------------------------------------------------------------
@@ -728,8 +713,7 @@ class Builder:
     def _pr_body_exclude(self, outcome: dict[str, Any]) -> None:
         exclude = git.exclude_file(cwd=Path(self.record.worktree))
         lock = self.registry.registry_lock(command=command_label(self.record.unit_id))
-        lock.acquire(self.deadline)
-        try:
+        with lock.hold(self.deadline):
             try:
                 text = exclude.read_text(encoding="utf-8")
                 mode = exclude.stat().st_mode & 0o777
@@ -740,8 +724,6 @@ class Builder:
                 if text and not text.endswith("\n"):
                     text += "\n"
                 write_text_atomic(exclude, text + PR_BODY_PATTERN + "\n", mode=mode)
-        finally:
-            lock.release()
         outcome.update(path=str(exclude), pattern=PR_BODY_PATTERN, added=added)
 
     def _setup(self, outcome: dict[str, Any]) -> None:
@@ -876,8 +858,8 @@ class Builder:
             with attempt("pair") as entry:
                 if state_dir is None and os.path.isdir(record.worktree):
                     state_dir = locate_pair(record.worktree).state_dir
-                if state_dir is not None and (state_dir / "session.json").exists():
-                    pair_api.end_state(state_dir)
+                if state_dir is not None:
+                    pair_api.close_state(state_dir)  # a dead bootstrap's marker goes too
                 if state_dir is not None:
                     archive = archive_pair_state(self.registry, record.unit_id, state_dir)
                     record.archive = str(archive) if archive else None

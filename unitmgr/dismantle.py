@@ -40,8 +40,6 @@ from unitmgr.steps import DISMANTLE_STEPS
 from unitmgr.units import refuse_in_flight
 from unitmgr.workspace import Workspace, realpath
 
-REAP_GRACE_SECONDS = 5.0
-
 
 @dataclass(frozen=True)
 class DismantleOptions:
@@ -78,14 +76,11 @@ def _run(repo: str, options: DismantleOptions) -> dict[str, Any]:
     if options.dry_run:
         return _plan(workspace, entry, forced)
     lock = workspace.registry.unit_lock(unit_id, command=command_label(unit_id, forced))
-    lock.acquire(Deadline(seconds))
-    try:
+    with lock.hold(Deadline(seconds)):
         entry = workspace.registry.read_any(unit_id)
         if entry is None:
             raise StateError("no-such-unit", f"unit {unit_id} is not recorded")
         return Dismantler(workspace, entry, forced=forced).run()
-    finally:
-        lock.release()
 
 
 def _plan(
@@ -308,21 +303,20 @@ class Dismantler:
 
     def _end_pair(self, outcome: dict[str, Any]) -> None:
         state_dir = self._state_dir()
-        if state_dir is None or not (state_dir / "session.json").exists():
+        closed = pair_api.close_state(state_dir) if state_dir is not None else {}
+        if not closed.get("ended_dir"):
             outcome["skipped"] = "no pair session"
             return
-        if (state_dir / "in-flight.json").exists():
-            outcome["cleared"] = pair_api.clear_state(state_dir).get("status")
-        outcome["ended"] = pair_api.end_state(state_dir).get("ended_dir")
+        if closed["cleared"]:
+            outcome["cleared"] = closed["cleared"]
+        outcome["ended"] = closed["ended_dir"]
         self.record.resources.pair = False
 
     def _reap(self, outcome: dict[str, Any]) -> None:
         if not self.record.worktree or not os.path.isdir(self.record.worktree):
             outcome["skipped"] = "worktree missing"
             return
-        report = reap_processes_under(
-            realpath(self.record.worktree), grace_seconds=REAP_GRACE_SECONDS
-        )
+        report = reap_processes_under(realpath(self.record.worktree))
         outcome["processes"] = report["processes"]
         if report["processes"]:
             outcome["killed"] = report["killed"]

@@ -10,6 +10,7 @@ from typing import Any
 
 from pair import api as pair_api
 from pair.git import locate as locate_pair
+from pair.state import PairPaths
 from registry.errors import StateError
 from registry.output import progress
 from registry.records import PairRef, Staffing, UnitRecord
@@ -28,9 +29,8 @@ def init_pair(
     progress(f"unit {journal.command} {record.unit_id}: pair init ({staffing.partner})")
     record.resources.pair = True  # from here a rollback or dismantle ends whatever pair exists
     state_dir = locate_pair(record.worktree).state_dir
-    status = pair_api.read_status(state_dir)
-    if not status.get("ok") and (state_dir / "in-flight.json").exists():
-        pair_api.clear_state(state_dir)
+    if not pair_api.read_status(state_dir).get("ok"):
+        pair_api.clear_state(state_dir)  # a cut-off bootstrap's dead marker, if any
     result = pair_api.init(
         record.worktree,
         partner=staffing.partner,
@@ -105,8 +105,8 @@ def send_or_adopt(record: UnitRecord, *, body: str, what: str) -> dict[str, Any]
 
 
 def receipt_path(status: dict[str, Any], seq: int) -> str | None:
-    transcripts = status.get("transcripts")
+    state_dir = status.get("state_dir")
     kind = (status.get("turn") or {}).get("kind")
-    if not transcripts or not kind:
+    if not state_dir or not kind:
         return None
-    return str(Path(transcripts) / f"{seq:04d}-{kind}-receipt.json")
+    return str(PairPaths(Path(state_dir)).turn_file(seq, kind, "-receipt.json"))

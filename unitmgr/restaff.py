@@ -287,13 +287,14 @@ class Restaffer:
 
     def _end_old(self, outcome: dict[str, Any]) -> None:
         record = self.record
-        state_dir = Path(record.pair.state_dir) if record.pair and record.pair.state_dir else None
-        if state_dir is None or not (state_dir / "session.json").exists():
+        state_dir = record.pair.state_dir if record.pair and record.pair.state_dir else None
+        closed = pair_api.close_state(state_dir) if state_dir is not None else {}
+        if not closed.get("ended_dir"):
             outcome["skipped"] = "no old pair session"
             return
-        if (state_dir / "in-flight.json").exists():
-            outcome["cleared"] = pair_api.clear_state(state_dir).get("status")
-        outcome["ended"] = pair_api.end_state(state_dir).get("ended_dir")
+        if closed["cleared"]:
+            outcome["cleared"] = closed["cleared"]
+        outcome["ended"] = closed["ended_dir"]
 
     def _init_target(self, outcome: dict[str, Any]) -> None:
         outcome.update(init_pair(self.record, self.journal, "init-target", self.staffing))

@@ -106,11 +106,8 @@ def scope_base(workspace: Workspace, record: UnitRecord, *, fetch: bool, seconds
     if base_ref.startswith("refs/remotes/origin/") and fetch:
         progress(f"unit scope {record.unit_id}: fetching origin {record.base}")
         lock = workspace.registry.fetch_lock(command=f"unit scope --unit {record.unit_id}")
-        lock.acquire(Deadline(seconds))
-        try:
+        with lock.hold(Deadline(seconds)):
             git.fetch_base(record.base, cwd=workspace.toplevel)
-        finally:
-            lock.release()
     return base_ref
 
 

@@ -27,12 +27,8 @@ def load(workspace: Workspace, unit_id: str) -> UnitRecord:
 
 @contextmanager
 def locked(workspace: Workspace, unit_id: str, *, command: str, seconds: float) -> Iterator[None]:
-    lock = workspace.registry.unit_lock(unit_id, command=command)
-    lock.acquire(Deadline(seconds))
-    try:
+    with workspace.registry.unit_lock(unit_id, command=command).hold(Deadline(seconds)):
         yield
-    finally:
-        lock.release()
 
 
 def pair_state(record: UnitRecord) -> dict[str, Any]:

@@ -43,7 +43,6 @@ class TurnCommand:
 class TurnOutput:
     exit_code: int | None  # None when killed on a hang or never started
     stdout: bytes  # raw stdout (bounded), for parsing
-    hang: bool = False
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,6 @@ from pair.partners.base import (
     replied_or_empty,
 )
 
-FAMILIES = ("fable", "opus", "sonnet")
-
 
 def _events(output: TurnOutput) -> list[dict[str, Any]]:
     return list(json_objects(output.stdout))
