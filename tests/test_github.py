@@ -86,20 +86,26 @@ def test_candidates_and_dependency_readiness(sandbox: Sandbox, github) -> None:
     assert set(by_number) == {ready_one, blocked, not_planned, unmerged, native, missing}
     assert result["ready"] == [ready_one]
     assert by_number[ready_one]["depends_on"] == [
-        {"number": done, "state": "closed", "merged": False},
-        {"number": merged, "state": "merged", "merged": True},
+        {"number": done, "state": "closed", "merged": False, "satisfied": True},
+        {"number": merged, "state": "merged", "merged": True, "satisfied": True},
     ]
     assert by_number[blocked]["depends_on"] == [
-        {"number": open_dep, "state": "open", "merged": False}
+        {"number": open_dep, "state": "open", "merged": False, "satisfied": False}
     ]
-    assert [d["number"] for d in by_number[not_planned]["depends_on"]] == [dropped, done]
+    assert [(d["number"], d["satisfied"]) for d in by_number[not_planned]["depends_on"]] == [
+        (dropped, False),
+        (done, True),
+    ]
     assert by_number[unmerged]["depends_on"][0]["state"] == "closed"
-    assert by_number[native]["depends_on"] == [
-        {"number": open_dep, "state": "open", "merged": False}
-    ]
+    assert by_number[native]["depends_on"] == by_number[blocked]["depends_on"]
     assert by_number[missing]["depends_on"] == [
-        {"number": 999, "state": "unknown", "merged": False}
+        {"number": 999, "state": "unknown", "merged": False, "satisfied": False}
     ]
+    # Each dependency is read once per intake, a PR dependency without a second request.
+    reads = [path for method, path in github.requests if "/issues/" in path or "/pulls/" in path]
+    dependency_reads = [p for p in reads if "dependencies" not in p]
+    assert len(dependency_reads) == len(set(dependency_reads))
+    assert not any(p.endswith(f"/pulls/{merged}") for p in reads)
     assert by_number[ready_one]["title"] == "ready" and by_number[ready_one]["labels"] == ["ready"]
     assert result["capped"] is False
     assert GITHUB_TOKEN not in result.stdout + result.stderr
@@ -400,3 +406,34 @@ def test_merge_needs_a_full_head_sha(sandbox: Sandbox, github, head: str) -> Non
     assert result.code == 2, result.stdout
     assert result["code"] in ("invalid-head", "missing-option")
     assert github.requests == []
+
+
+def test_an_unreachable_dependency_is_retryable_not_unready(sandbox: Sandbox, github) -> None:
+    dependency = github.add_issue("dependency", labels=())
+    github.add_issue("candidate", body=f"Depends on #{dependency}")
+    github.fail("GET", rf"/issues/{dependency}$", 429, times=50, headers={"Retry-After": "120"})
+    result = intake(sandbox)
+    assert result.code == 75 and result["code"] == "github-unavailable", result.stdout
+
+
+@pytest.mark.parametrize(
+    ("origin", "repository"),
+    [
+        ("https://github.com/acme/widgets.git", "acme/widgets"),
+        ("git@github.com:acme/widgets.git", "acme/widgets"),
+        ("ssh://git@github.com/acme/widgets", "acme/widgets"),
+        ("https://gitlab.example.com/acme/widgets.git", None),
+        ("git@bitbucket.org:acme/widgets.git", None),
+        ("ssh://git@git.corp:2222/acme/widgets", None),
+    ],
+)
+def test_only_an_origin_on_github_names_the_repository(
+    origin: str, repository: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from unitmgr.forge import configured_repository
+
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    monkeypatch.delenv("GITHUB_API_URL", raising=False)
+    assert configured_repository(lambda: origin) == repository
+    monkeypatch.setenv("GITHUB_API_URL", "https://git.corp/api/v3")  # GitHub Enterprise
+    assert configured_repository(lambda: "git@git.corp:acme/widgets.git") == "acme/widgets"

@@ -13,6 +13,7 @@ unfinished step and refuses a differing immutable field by name.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -467,11 +468,18 @@ def _run(repo: str, options: CreateOptions) -> dict[str, Any]:
     return Builder.reserve_and_build(workspace, request, base, deadline, pulls)
 
 
+def resumable(record: UnitRecord) -> bool:
+    """A create can resume this record: still in a create phase, or `working` with the create's
+    journal not yet cleared (killed after its last step). Another command's journal is not."""
+    return record.lifecycle in CREATE_PHASES or (
+        record.lifecycle == "working"
+        and any(entry.get("command") == "create" for entry in record.journal)
+    )
+
+
 def dry_run(workspace: Workspace, request: Request, existing: UnitRecord | None) -> dict[str, Any]:
     if existing is not None:
-        if existing.lifecycle not in CREATE_PHASES and not (
-            existing.lifecycle == "working" and existing.journal
-        ):
+        if not resumable(existing):
             raise StateError(
                 "unit-exists",
                 f"unit {existing.unit_id} already exists in phase {existing.lifecycle}",
@@ -592,10 +600,7 @@ class Builder:
                 f"unit {request.unit_id}'s record disappeared while waiting for its lock — "
                 "repeat the create",
             )
-        unfinished_final = record.lifecycle == "working" and any(
-            entry.get("command") == "create" for entry in record.journal
-        )
-        if record.lifecycle not in CREATE_PHASES and not unfinished_final:
+        if not resumable(record):
             raise StateError(
                 "unit-exists",
                 f"unit {record.unit_id} already exists in phase {record.lifecycle}",
@@ -857,13 +862,17 @@ class Builder:
         if record.resources.pair or state_dir is not None:
             with attempt("pair") as entry:
                 if state_dir is None and os.path.isdir(record.worktree):
-                    state_dir = locate_pair(record.worktree).state_dir
+                    with contextlib.suppress(ToolError):  # not a checkout: no pair state to find
+                        state_dir = locate_pair(record.worktree).state_dir
                 if state_dir is not None:
-                    pair_api.close_state(state_dir)  # a dead bootstrap's marker goes too
-                if state_dir is not None:
-                    archive = archive_pair_state(self.registry, record.unit_id, state_dir)
-                    record.archive = str(archive) if archive else None
-                    entry["archive"] = record.archive
+                    try:
+                        pair_api.close_state(state_dir)  # a dead bootstrap's marker goes too
+                    finally:
+                        # Archived even when ending failed: the worktree removal that follows
+                        # deletes the pair state with it.
+                        archive = archive_pair_state(self.registry, record.unit_id, state_dir)
+                        record.archive = str(archive) if archive else None
+                        entry["archive"] = record.archive
                 record.resources.pair = False
         worktree_started = self.journal.last_started("worktree") is not None or any(
             e.get("step") == "worktree" for e in self.journal.entries

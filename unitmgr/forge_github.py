@@ -73,7 +73,7 @@ class GitHubRefused(StateError):
 
 def open_forge(workspace: Workspace) -> GitHubForge | None:
     """The repository's forge, or None when GitHub is not configured for it."""
-    repository = configured_repository(git.remote_url(workspace.toplevel))
+    repository = configured_repository(lambda: git.remote_url(workspace.toplevel))
     return GitHubForge(repository) if repository else None
 
 
@@ -253,13 +253,14 @@ class GitHubForge:
 
     def dependency(self, number: int) -> Dependency:
         try:
-            issue = _issue(self._get(f"{self.prefix}/issues/{number}"))
-            if issue.is_pull_request:
-                pull = self.pull(number)
-                merged = pull.state == "merged"
-                return Dependency(number, pull.state, merged, merged)
-        except (GitHubRefused, RetryableError):
+            raw = self._get(f"{self.prefix}/issues/{number}")
+        except GitHubRefused:
             return Dependency(number, "unknown", False, False)
+        issue = _issue(raw)
+        if issue.is_pull_request:
+            # The issue view of a pull request carries `merged_at`: no second request.
+            merged = bool((raw.get("pull_request") or {}).get("merged_at"))
+            return Dependency(number, "merged" if merged else issue.state, merged, merged)
         satisfied = issue.state == "closed" and issue.state_reason != NOT_PLANNED
         return Dependency(number, issue.state, False, satisfied)
 

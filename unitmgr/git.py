@@ -321,15 +321,20 @@ def exclude_file(*, cwd: Path) -> Path:
 
 def status_porcelain(worktree: Path) -> list[str] | None:
     """`git status --porcelain -z` entries (XY path), or None when git fails."""
+    try:
+        return status_entries(worktree)
+    except GitError:
+        return None
+
+
+def status_entries(worktree: Path) -> list[str]:
+    """`git status --porcelain -z` entries (XY path); a git failure raises (never "clean")."""
     result = run_git(
         ["status", "--porcelain", "-z", "--untracked-files=normal"],
         cwd=worktree,
         step="status",
-        check=False,
         optional_locks=False,
     )
-    if result.returncode != 0:
-        return None
     entries: list[str] = []
     items = result.stdout.split("\0")
     index = 0

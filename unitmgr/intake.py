@@ -11,13 +11,14 @@ satisfied: a merged pull request, or an issue closed for a reason other than `no
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from registry.errors import StateError
 from unitmgr import capacity, validation
 from unitmgr.forge import NOT_CONFIGURED, Dependency, Forge, Issue
-from unitmgr.forge_github import open_forge
+from unitmgr.forge_github import GitHubRefused, open_forge
 from unitmgr.workspace import Workspace
 
 _DEPENDS = re.compile(
@@ -59,7 +60,16 @@ def run(repo: str, options: IntakeOptions) -> dict[str, Any]:
     admission = capacity.compute(entries, max_active=max_active, max_held=max_held, pulls=pulls)
     issues, capped = forge.labelled_issues(label, options.milestone, limit)
     recorded = {record.issue for record in records if record.issue is not None}
-    candidates = [candidate(forge, issue) for issue in issues if issue.number not in recorded]
+    known: dict[int, Dependency] = {}  # candidates often share dependencies: read each once
+
+    def dependency(number: int) -> Dependency:
+        if number not in known:
+            known[number] = forge.dependency(number)
+        return known[number]
+
+    candidates = [
+        candidate(forge, issue, dependency) for issue in issues if issue.number not in recorded
+    ]
     return {
         "ok": True,
         "repository": forge.repository,
@@ -70,16 +80,18 @@ def run(repo: str, options: IntakeOptions) -> dict[str, Any]:
     }
 
 
-def candidate(forge: Forge, issue: Issue) -> dict[str, Any]:
+def candidate(
+    forge: Forge, issue: Issue, dependency: Callable[[int], Dependency]
+) -> dict[str, Any]:
     numbers = referenced_dependencies(issue.body)
     unreadable_native = False
     try:
         for number in forge.blocked_by(issue.number):
             if number not in numbers:
                 numbers.append(number)
-    except Exception:
+    except GitHubRefused:
         unreadable_native = True
-    dependencies: list[Dependency] = [forge.dependency(number) for number in numbers]
+    dependencies = [dependency(number) for number in numbers]
     document: dict[str, Any] = {
         "number": issue.number,
         "title": issue.title,

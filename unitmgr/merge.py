@@ -17,6 +17,7 @@ is never deleted here (dismantle does that, after the worktree is gone).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,18 +72,19 @@ def _run(repo: str, options: MergeOptions) -> dict[str, Any]:
     if forge is None:
         raise StateError("github-not-configured", f"merge {NOT_CONFIGURED}")
     if options.dry_run:
-        gates, pull = evaluate(forge, record, head)
-        merged = _already_merged(forge, record, head)
-        if merged is not None:
+        pulls = forge.pulls_for_branch(record.branch)
+        if _already_merged(pulls, head) is not None:
             return {"ok": True, "dry_run": True, "status": "already-merged", "gates": []}
+        gates, pull = evaluate(forge, record, head, pulls)
         _refuse_held(gates)
         return {"ok": True, "dry_run": True, "gates": gates, "pr": pull.to_json() if pull else None}
     with locked(workspace, unit_id, command=f"unit merge --unit {unit_id}", seconds=seconds):
         record = load(workspace, unit_id)
-        merged = _already_merged(forge, record, head)
+        pulls = forge.pulls_for_branch(record.branch)
+        merged = _already_merged(pulls, head)
         if merged is not None:
             return _done(workspace, record, merged, options.method, "already-merged")
-        gates, pull = evaluate(forge, record, head)
+        gates, pull = evaluate(forge, record, head, pulls)
         _refuse_held(gates)
         assert pull is not None
         try:
@@ -90,7 +92,7 @@ def _run(repo: str, options: MergeOptions) -> dict[str, Any]:
         except GitHubRefused as error:
             status = error.status
             if status in (405, 409, 422):
-                merged = _already_merged(forge, record, head)
+                merged = _already_merged(forge.pulls_for_branch(record.branch), head)
                 if merged is not None:  # a retried PUT whose first attempt had merged it
                     return _done(workspace, record, merged, options.method, "already-merged")
                 current = forge.pull(pull.number)
@@ -106,14 +108,12 @@ def _run(repo: str, options: MergeOptions) -> dict[str, Any]:
                     next_step="check the new head, re-run the gates (scope, verify, review) on it",
                 ) from None
             raise
-        merged_pull = PullRequest(
-            **{**pull.__dict__, "state": "merged", "merge_commit_sha": merge_sha}
-        )
+        merged_pull = dataclasses.replace(pull, state="merged", merge_commit_sha=merge_sha)
         return _done(workspace, record, merged_pull, options.method, "merged")
 
 
-def _already_merged(forge: Forge, record: UnitRecord, head: str) -> PullRequest | None:
-    for pull in forge.pulls_for_branch(record.branch):
+def _already_merged(pulls: list[PullRequest], head: str) -> PullRequest | None:
+    for pull in pulls:
         if pull.state == "merged" and pull.head_sha == head:
             return pull
     return None
@@ -160,10 +160,11 @@ def _gate(name: str, ok: bool, why: str) -> dict[str, Any]:
 
 
 def evaluate(
-    forge: Forge, record: UnitRecord, head: str
+    forge: Forge, record: UnitRecord, head: str, pulls: list[PullRequest]
 ) -> tuple[list[dict[str, Any]], PullRequest | None]:
-    """Every gate, in order, each `{gate, ok, why}`; and the one open PR if there is one."""
-    open_pulls = [pull for pull in forge.pulls_for_branch(record.branch) if pull.state == "open"]
+    """Every gate, in order, each `{gate, ok, why}`; and the one open PR of the branch's `pulls`
+    if there is exactly one."""
+    open_pulls = [pull for pull in pulls if pull.state == "open"]
     gates = []
     pull = open_pulls[0] if len(open_pulls) == 1 else None
     gates.append(

@@ -124,7 +124,7 @@ def report(
         else set()
     )
     outside = [name for name in files if name not in inside]
-    dirty = git.status_porcelain(worktree) or []
+    dirty = git.status_entries(worktree)
     return {
         "unit_id": record.unit_id,
         "base": base,

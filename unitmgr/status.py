@@ -58,6 +58,8 @@ def status_unit(repo: str, unit: str) -> dict[str, Any]:
     changes = _reconcile(record, pair)
     notice_due = bool(record.pending_notice) and record.lifecycle == "working"
     notice_due = notice_due and not (pair.get("ok") and (pair.get("in_flight") or {}).get("alive"))
+    # An addendum cut off mid-way owns the notice: its recovery command finishes both.
+    notice_due = notice_due and not any(e.get("command") == "addendum" for e in record.journal)
     write_back = None
     if changes or notice_due:
         lock = workspace.registry.unit_lock(unit_id, command=f"unit status --unit {unit_id}")

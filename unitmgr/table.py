@@ -142,7 +142,9 @@ def intake(document: dict[str, Any]) -> str:
     rows = []
     for candidate in document["candidates"]:
         waiting = [
-            f"#{d['number']} {d['state']}" for d in candidate["depends_on"] if not d.get("merged")
+            f"#{d['number']} {d['state']}"
+            for d in candidate["depends_on"]
+            if not d.get("satisfied")
         ]
         rows.append(
             [

@@ -57,7 +57,7 @@ def _preconditions(record: UnitRecord) -> str:
     if not record.validation.strip():
         raise StateError("no-validation", f"unit {record.unit_id} has no recorded --validation")
     refuse_in_flight(record, what="verifying")
-    dirty = git.status_porcelain(worktree)
+    dirty = git.status_entries(worktree)
     if dirty:
         raise StateError(
             "worktree-dirty",

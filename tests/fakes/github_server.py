@@ -206,7 +206,10 @@ class FakeGitHub:
                 "state_reason": None,
                 "labels": [{"name": name} for name in pull["labels"]],
                 "milestone": None,
-                "pull_request": {"url": self._url(f"pulls/{number}")},
+                "pull_request": {
+                    "url": self._url(f"pulls/{number}"),
+                    "merged_at": pull["merged_at"],
+                },
             }
         issue = self.issues[number]
         milestone = next((m for m in self.milestones if m["number"] == issue["milestone"]), None)
