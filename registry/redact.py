@@ -29,7 +29,10 @@ _TOKEN_VARIABLES = ("GH_TOKEN", "GITHUB_TOKEN")
 _UNFINISHED_URL = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*(?::(?://[^/\s@'\"<>]*|/?))?$")
 
 
-def _gh_auth_token() -> str | None:
+@lru_cache(maxsize=1)
+def gh_auth_token() -> str | None:
+    """`gh auth token`, once per process (None when gh is absent, logged out, or
+    `UNITMGR_SKIP_GH_AUTH_TOKEN=1`): a secret to mask, and the GitHub client's fallback token."""
     if os.environ.get("UNITMGR_SKIP_GH_AUTH_TOKEN") == "1" or shutil.which("gh") is None:
         return None
     try:
@@ -47,15 +50,10 @@ def _gh_auth_token() -> str | None:
     return token if completed.returncode == 0 and token else None
 
 
-@lru_cache(maxsize=1)
-def _gh_token_cached() -> str | None:
-    return _gh_auth_token()
-
-
 def secrets() -> tuple[str, ...]:
     """The secret values to mask right now, longest first (so a longer one wins an overlap)."""
     values = {os.environ.get(name, "").strip() for name in _TOKEN_VARIABLES}
-    values.add(_gh_token_cached() or "")
+    values.add(gh_auth_token() or "")
     return tuple(sorted((v for v in values if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True))
 
 

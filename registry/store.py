@@ -139,7 +139,9 @@ class Registry:
     # -- events ----------------------------------------------------------------------------
 
     def append_event(self, event: dict[str, Any]) -> None:
-        append_line(self.events_file, json.dumps(event, ensure_ascii=False, sort_keys=False))
+        """One line of `events.jsonl`; stamped with `at` unless the event carries its own."""
+        stamped = event if "at" in event else {**event, "at": iso_z()}
+        append_line(self.events_file, json.dumps(stamped, ensure_ascii=False, sort_keys=False))
 
 
 def _is_record_name(name: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import os
 
 
 def utc_now() -> _dt.datetime:
@@ -33,3 +34,13 @@ def stamp(moment: _dt.datetime | None = None) -> str:
     """A compact UTC stamp for directory names: `20261129T085235Z`."""
     moment = (moment or utc_now()).astimezone(_dt.UTC)
     return moment.strftime("%Y%m%dT%H%M%SZ")
+
+
+def seconds_from_env(variable: str, default: float, *, allow_zero: bool = False) -> float:
+    """A duration setting (`UNITMGR_*_TIMEOUT`): its value in seconds, else `default` when it is
+    unset, unparseable, or not positive (zero allowed only with `allow_zero`)."""
+    try:
+        value = float(os.environ.get(variable, ""))
+    except ValueError:
+        return default
+    return value if value > 0 or (allow_zero and value == 0) else default

@@ -48,7 +48,7 @@ from registry.processes import (
 )
 from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
 from registry.store import UnreadableRecord
-from registry.timeutil import iso_z
+from registry.timeutil import iso_z, seconds_from_env
 from unitmgr import capacity, git, validation
 from unitmgr.archive import archive_pair_state
 from unitmgr.forge import PullRequest
@@ -58,7 +58,7 @@ from unitmgr.observe import describe, worktree_rows
 from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.scope import overlapping_pairs
 from unitmgr.steps import CREATE_LIFECYCLE_AFTER, CREATE_PHASES, CREATE_STEPS
-from unitmgr.workspace import Workspace, is_inside, realpath
+from unitmgr.workspace import Workspace, dismantle_label, is_inside, realpath
 
 PR_BODY_PATTERN = "/PR_BODY.md"
 ADDENDUM_MARKER = "\n## Addendum — "
@@ -734,7 +734,7 @@ class Builder:
     def _setup(self, outcome: dict[str, Any]) -> None:
         record = self.record
         assert record.setup is not None
-        timeout = _seconds_from_env("UNITMGR_SETUP_TIMEOUT", 1800.0)
+        timeout = seconds_from_env("UNITMGR_SETUP_TIMEOUT", 1800.0)
         progress(f"unit create {record.unit_id}: setup: {record.setup}")
         try:
             result = run_streamed(
@@ -826,8 +826,7 @@ class Builder:
             },
             next_step=None
             if recovered
-            else f"inspect the record, then: unit dismantle --unit {record.unit_id} --force "
-            f"{record.unit_id}",
+            else f"inspect the record, then: {dismantle_label(record.unit_id)}",
         )
 
     def _rollback(self, reason: str) -> tuple[list[dict[str, Any]], Path | None]:
@@ -906,11 +905,3 @@ class Builder:
         else:
             self.registry.write(record)
         return results, archive
-
-
-def _seconds_from_env(variable: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(variable, ""))
-    except ValueError:
-        return default
-    return value if value > 0 else default

@@ -38,7 +38,7 @@ from unitmgr.journal import Journal
 from unitmgr.observe import worktree_rows
 from unitmgr.steps import DISMANTLE_STEPS
 from unitmgr.units import refuse_in_flight
-from unitmgr.workspace import Workspace, realpath
+from unitmgr.workspace import Workspace, dismantle_label, realpath
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,6 @@ class DismantleOptions:
     force: str | None = None
     lock_timeout: str = "30"
     dry_run: bool = False
-
-
-def command_label(unit_id: str, forced: bool) -> str:
-    return f"unit dismantle --unit {unit_id}" + (f" --force {unit_id}" if forced else "")
 
 
 def run(repo: str, options: DismantleOptions) -> dict[str, Any]:
@@ -75,7 +71,7 @@ def _run(repo: str, options: DismantleOptions) -> dict[str, Any]:
         workspace.read_record(unit_id)  # raises the exit-2 refusal naming the problem
     if options.dry_run:
         return _plan(workspace, entry, forced)
-    lock = workspace.registry.unit_lock(unit_id, command=command_label(unit_id, forced))
+    lock = workspace.registry.unit_lock(unit_id, command=dismantle_label(unit_id, forced=forced))
     with lock.hold(Deadline(seconds)):
         entry = workspace.registry.read_any(unit_id)
         if entry is None:
@@ -131,7 +127,7 @@ def merged_proof(workspace: Workspace, record: UnitRecord) -> PullRequest:
         f"unit {record.unit_id} has no proved merged PR; abandoned cleanup requires --force "
         f"{record.unit_id}{why}",
         detail={"local_head": local_head, "pulls": [pull.to_json() for pull in pulls]},
-        next_step=f"unit dismantle --unit {record.unit_id} --force {record.unit_id}",
+        next_step=dismantle_label(record.unit_id),
     )
 
 
@@ -234,7 +230,7 @@ class Dismantler:
                     "cause": error.detail if isinstance(error, ToolError) else None,
                 },
                 next_step="fix the cause, then repeat: "
-                + command_label(record.unit_id, self.forced),
+                + dismantle_label(record.unit_id, forced=self.forced),
             ) from None
         document: dict[str, Any] = {
             "ok": True,

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from registry.errors import RetryableError, StateError
-from registry.redact import _gh_token_cached
+from registry.redact import gh_auth_token
+from registry.timeutil import seconds_from_env
 from unitmgr import git
 from unitmgr.forge import (
     Check,
@@ -42,20 +43,12 @@ MAX_PAGES = 50
 NOT_PLANNED = "not_planned"
 
 
-def retry_bound_seconds() -> float:
-    try:
-        value = float(os.environ.get("UNITMGR_GITHUB_RETRY_SECONDS", ""))
-    except ValueError:
-        return 60.0
-    return value if value >= 0 else 60.0
-
-
 def github_token() -> str | None:
     for variable in ("GH_TOKEN", "GITHUB_TOKEN"):
         value = os.environ.get(variable, "").strip()
         if value:
             return value
-    return _gh_token_cached()
+    return gh_auth_token()
 
 
 class GitHubRefused(StateError):
@@ -143,7 +136,7 @@ class GitHubForge:
     def _retried(self, what: str, action: Callable[[], T]) -> T:
         from tenacity import RetryCallState, Retrying, retry_if_exception
 
-        bound = retry_bound_seconds()
+        bound = seconds_from_env("UNITMGR_GITHUB_RETRY_SECONDS", 60.0, allow_zero=True)
 
         def wait(state: RetryCallState) -> float:
             error = state.outcome.exception() if state.outcome else None

@@ -11,7 +11,6 @@ process group, and `import git` costs ~100 ms (see references/decisions.md).
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,22 +19,15 @@ from pathlib import Path
 from registry.errors import StateError
 from registry.processes import child_environment, stop_child_group
 from registry.redact import redact
-
-
-def _timeout(variable: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(variable, ""))
-    except ValueError:
-        return default
-    return value if value > 0 else default
+from registry.timeutil import seconds_from_env
 
 
 def local_timeout() -> float:
-    return _timeout("UNITMGR_GIT_TIMEOUT", 120.0)
+    return seconds_from_env("UNITMGR_GIT_TIMEOUT", 120.0)
 
 
 def network_timeout() -> float:
-    return _timeout("UNITMGR_NETWORK_TIMEOUT", 300.0)
+    return seconds_from_env("UNITMGR_NETWORK_TIMEOUT", 300.0)
 
 
 class GitError(StateError):

@@ -13,13 +13,13 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from pair.api import read_status
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_z
 from unitmgr import git
 from unitmgr.forge import Forge
 from unitmgr.steps import CREATE_PHASES
+from unitmgr.units import pair_state
 from unitmgr.workspace import Workspace, realpath
 
 DIRTY_SAMPLE = 5
@@ -30,17 +30,11 @@ def worktree_rows(workspace: Workspace) -> dict[str, git.WorktreeRow]:
     return {realpath(row.path): row for row in git.list_worktrees(cwd=workspace.toplevel)}
 
 
-def pair_status(record: UnitRecord) -> dict[str, Any]:
-    if record.pair is None or not record.pair.state_dir:
-        return {"ok": False, "code": "no-pair", "reason": "no pair recorded yet"}
-    return read_status(record.pair.state_dir)
-
-
 def observed(
     record: UnitRecord, rows: dict[str, git.WorktreeRow], forge: Forge | None = None
 ) -> dict[str, Any]:
     row = rows.get(realpath(record.worktree))
-    pair = pair_status(record)
+    pair = pair_state(record)
     seen: dict[str, Any] = {
         "worktree": row.to_json() if row else None,
         "pair": pair,
@@ -383,7 +377,7 @@ def status_all(workspace: Workspace) -> dict[str, Any]:
             units.append(view)
             continue
         record = entry
-        status = pair_status(record)
+        status = pair_state(record)
         worktree, files = worktrees[record.unit_id]
         if files is not None and record.lifecycle not in ("dismantling", "dismantle-failed"):
             changed_files[record.unit_id] = files

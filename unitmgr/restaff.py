@@ -29,7 +29,7 @@ from unitmgr.observe import describe, worktree_rows
 from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.steps import RESTAFF_STEPS
 from unitmgr.units import load, locked, pair_state, refuse_in_flight
-from unitmgr.workspace import Workspace
+from unitmgr.workspace import Workspace, dismantle_label
 
 PHASE_AFTER = {
     "checkpoint": "ending-old",
@@ -162,7 +162,7 @@ def _admit(record: UnitRecord, target: dict[str, Any]) -> str | None:
         raise StateError(
             "worktree-missing",
             f"unit {record.unit_id} worktree is missing: {record.worktree}",
-            next_step=f"unit dismantle --unit {record.unit_id} --force {record.unit_id}",
+            next_step=dismantle_label(record.unit_id),
         )
     refuse_in_flight(record, what="restaffing")
     return None

@@ -22,7 +22,7 @@ from registry.timeutil import iso_z
 from unitmgr import git, validation
 from unitmgr.observe import facts_by_unit, worktree_rows
 from unitmgr.units import load, locked
-from unitmgr.workspace import Workspace
+from unitmgr.workspace import Workspace, dismantle_label
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def _run(repo: str, options: ScopeOptions) -> dict[str, Any]:
         raise StateError(
             "worktree-missing",
             f"unit {unit_id} worktree is missing: {record.worktree}",
-            next_step=f"unit dismantle --unit {unit_id} --force {unit_id}",
+            next_step=dismantle_label(unit_id),
         )
     if not options.approve:
         return {"ok": True, **report(workspace, record, fetch=not options.dry_run, seconds=seconds)}

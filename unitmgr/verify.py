@@ -12,7 +12,6 @@ so a verify killed with the lead is stopped by the next one (SPEC 8).
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from registry.errors import StateError, marking_dry_run
 from registry.output import progress
 from registry.processes import ChildTimeout, ProcessIdentity, is_alive, kill_tree, run_streamed
 from registry.records import UnitRecord
-from registry.timeutil import iso_z
+from registry.timeutil import iso_z, seconds_from_env
 from unitmgr import git, validation
 from unitmgr.units import load, locked, refuse_in_flight
 from unitmgr.workspace import Workspace
@@ -40,14 +39,6 @@ class VerifyOptions:
 def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
     with marking_dry_run(options.dry_run):
         return _run(repo, options)
-
-
-def _timeout() -> float:
-    try:
-        value = float(os.environ.get("UNITMGR_VERIFY_TIMEOUT", ""))
-    except ValueError:
-        return 1800.0
-    return value if value > 0 else 1800.0
 
 
 def _preconditions(record: UnitRecord) -> str:
@@ -95,7 +86,7 @@ def _run(repo: str, options: VerifyOptions) -> dict[str, Any]:
             result = run_streamed(
                 ["sh", "-c", record.validation],
                 cwd=worktree,
-                timeout_seconds=_timeout(),
+                timeout_seconds=seconds_from_env("UNITMGR_VERIFY_TIMEOUT", 1800.0),
                 sink=sys.stderr.buffer,
                 on_start=journal_child,
             )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pair.api import parse_minutes
 from pair.state import read_receipt
 from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
@@ -45,18 +46,6 @@ def _since(value: str | None) -> float:
         ) from None
 
 
-def _minutes(value: str) -> float:
-    try:
-        minutes = float(value)
-    except ValueError:
-        minutes = -1.0
-    if not 0 < minutes < float("inf"):
-        raise UsageError(
-            "invalid-budget", f"--timeout-min must be a positive number of minutes, got {value!r}"
-        )
-    return minutes
-
-
 def _mtime(path: Path) -> float:
     try:
         return os.stat(path).st_mtime
@@ -83,7 +72,7 @@ def run(repo: str, options: WaitOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_ids = [validation.unit_id(unit) for unit in options.units]
     since = _since(options.since)
-    deadline = time.monotonic() + _minutes(options.timeout_min) * 60
+    deadline = time.monotonic() + (parse_minutes(options.timeout_min, "--timeout-min") or 0) * 60
     registry = workspace.registry
     watched: dict[str, UnitRecord] = {}
     if unit_ids:

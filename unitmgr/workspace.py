@@ -39,9 +39,13 @@ class Workspace:
                 "record-unreadable",
                 f"unit {unit_id}'s record is unreadable: {error}",
                 detail={"record_file": str(self.registry.record_path(unit_id))},
-                next_step=f"inspect it, or remove the unit with: unit dismantle --unit {unit_id} "
-                f"--force {unit_id}",
+                next_step=f"inspect it, or remove the unit with: {dismantle_label(unit_id)}",
             ) from None
+
+
+def dismantle_label(unit_id: str, *, forced: bool = True) -> str:
+    """`unit dismantle --unit ID [--force ID]`: the command named in refusals and lock holders."""
+    return f"unit dismantle --unit {unit_id}" + (f" --force {unit_id}" if forced else "")
 
 
 def realpath(path: str | Path) -> str:
