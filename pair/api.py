@@ -96,7 +96,9 @@ def parse_minutes(value: float | str | None, option: str) -> float | None:
 
 def default_budgets(kind: str, write: bool) -> tuple[float, float]:
     """(idle, total) minutes: 45/120 for a writable task, 20/60 for everything else."""
-    return (45.0, 120.0) if kind == "task" and write else (20.0, 60.0)
+    from pair.turn import DEFAULT_BUDGET_MINUTES, TASK_BUDGET_MINUTES
+
+    return TASK_BUDGET_MINUTES if kind == "task" and write else DEFAULT_BUDGET_MINUTES
 
 
 def session_view(paths: PairPaths, session: Session) -> dict[str, Any]:

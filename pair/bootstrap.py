@@ -28,13 +28,12 @@ from pair.state import (
     save_session,
     update_owned_marker,
 )
-from pair.turn import Budgets, run_turn
+from pair.turn import DEFAULT_BUDGET_MINUTES, Budgets, run_turn
 from registry.atomic import write_text_atomic
 from registry.processes import ProcessIdentity, current_identity
 from registry.timeutil import iso_z
 
-BOOTSTRAP_IDLE_MINUTES = 20.0
-BOOTSTRAP_TOTAL_MINUTES = 60.0
+BOOTSTRAP_IDLE_MINUTES, BOOTSTRAP_TOTAL_MINUTES = DEFAULT_BUDGET_MINUTES
 ROLE_LINES = {
     "executor": "You are the executor: you hold the write leases by default and implement; the "
     "lead plans and reviews.",

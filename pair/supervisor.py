@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import traceback
 from pathlib import Path
@@ -33,10 +32,10 @@ from pair.state import (
     release_owned_marker,
     update_owned_marker,
 )
-from pair.turn import Budgets, TurnResult, run_turn
+from pair.turn import DEFAULT_BUDGET_MINUTES, HEAVY_PROBE_SECONDS, Budgets, TurnResult, run_turn
 from registry.atomic import write_text_atomic
 from registry.processes import ProcessIdentity, current_identity, kill_tree
-from registry.timeutil import iso_z
+from registry.timeutil import iso_z, seconds_from_env
 
 EXIT_NOT_OWNER = 2
 
@@ -94,14 +93,6 @@ def resume_model(session: Session) -> str | None:
     if session.partner == "claude":
         return session.model_resolved
     return None
-
-
-def heavy_probe_seconds() -> float:
-    try:
-        value = float(os.environ.get("UNITMGR_HEAVY_PROBE_SECONDS", ""))
-    except ValueError:
-        return 10.0
-    return value if value > 0 else 10.0
 
 
 def read_rate_limits(
@@ -170,13 +161,15 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
             request,
             transcript=paths.turn_file(seq, kind, ".log"),
             budgets=Budgets(
-                idle_seconds=marker.idle_seconds or 20 * 60,
-                total_seconds=marker.total_seconds or 60 * 60,
+                idle_seconds=marker.idle_seconds or DEFAULT_BUDGET_MINUTES[0] * 60,
+                total_seconds=marker.total_seconds or DEFAULT_BUDGET_MINUTES[1] * 60,
             ),
             environment=environment,
             on_partner_start=record_partner,
             on_heavy_change=record_heavy,
-            heavy_probe_seconds=heavy_probe_seconds(),
+            heavy_probe_seconds=seconds_from_env(
+                "UNITMGR_HEAVY_PROBE_SECONDS", HEAVY_PROBE_SECONDS
+            ),
         )
     except Exception as error:  # the receipt must exist whatever happened
         traceback.print_exc()

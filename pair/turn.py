@@ -35,6 +35,12 @@ THROTTLE_PATTERN = re.compile(
 THROTTLE_LINE_CUT = 300
 
 
+# Budgets in minutes (SPEC 4): a writable task, and every other turn (the bootstrap included).
+TASK_BUDGET_MINUTES = (45.0, 120.0)
+DEFAULT_BUDGET_MINUTES = (20.0, 60.0)
+HEAVY_PROBE_SECONDS = 10.0
+
+
 @dataclass(frozen=True)
 class Budgets:
     idle_seconds: float
@@ -179,7 +185,7 @@ def run_turn(
     environment: dict[str, str],
     on_partner_start: Callable[[ProcessIdentity], None] | None = None,
     on_heavy_change: Callable[[dict[str, Any]], None] | None = None,
-    heavy_probe_seconds: float = 10.0,
+    heavy_probe_seconds: float = HEAVY_PROBE_SECONDS,
 ) -> TurnResult:
     started = time.monotonic()
     command = adapter.command(request)

@@ -17,24 +17,22 @@ appended or sent twice.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pair import api as pair_api
 from registry.atomic import write_text_atomic
 from registry.errors import StateError, UsageError, marking_dry_run
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import validation
-from unitmgr.create import manifest_state
 from unitmgr.journal import Journal
+from unitmgr.manifest import block, digest, manifest_state, manifest_text
 from unitmgr.observe import describe, worktree_rows
 from unitmgr.pairing import receipt_path
 from unitmgr.units import load, locked, turn_in_flight
 from unitmgr.workspace import Workspace
-
-HEADER = "\n## Addendum — {at}\n"
 
 
 @dataclass(frozen=True)
@@ -71,20 +69,6 @@ def _text(options: AddendumOptions) -> str:
     if not text.strip():
         raise UsageError("empty-body", "the addendum is empty")
     return text
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def block(at: str, text: str) -> str:
-    return HEADER.format(at=at) + text + "\n"
-
-
-def manifest_text(record: UnitRecord) -> str:
-    """What the manifest must hold: the task, then every recorded addendum in order."""
-    addenda = record.addenda
-    return record.task + "\n" + "".join(block(a["at"], a["text"]) for a in addenda)
 
 
 def _run(repo: str, options: AddendumOptions) -> dict[str, Any]:
@@ -210,8 +194,6 @@ def notice_body(record: UnitRecord) -> str:
 
 def notify(record: UnitRecord, journal: Journal) -> tuple[str, int | None]:
     """Send the pending notice when nothing is in flight; ("sent"|"queued", seq)."""
-    from pair import api as pair_api
-
     if record.lifecycle != "working" or record.pair is None or not record.pair.state_dir:
         journal.skip("notify", f"lifecycle {record.lifecycle}: the notice waits for the unit")
         return "queued", None

@@ -98,6 +98,14 @@ def create(
     return lifecycle.run(repo, options)
 
 
+def _lock_free(lock_timeout: str) -> None:
+    """A command that never waits for a lock still takes `--lock-timeout` (a lead passes it to
+    every command), and still refuses a bad value."""
+    from unitmgr import validation
+
+    validation.lock_timeout(lock_timeout)
+
+
 @app.command("list")
 def list_command(
     prs: Annotated[bool, typer.Option("--prs", help="Also read each branch's PRs.")] = False,
@@ -106,6 +114,7 @@ def list_command(
     output_format: Format = "json",
 ) -> dict[str, Any] | Rendered:
     """Every unit with what is observed and the command that recovers it."""
+    _lock_free(lock_timeout)
     from unitmgr import observe, table
     from unitmgr.workspace import Workspace
 
@@ -125,6 +134,7 @@ def status(
     output_format: Format = "json",
 ) -> dict[str, Any] | Rendered:
     """One unit (--unit ID) or a summary of every unit (--all)."""
+    _lock_free(lock_timeout)
     fmt = _format(output_format)
     if bool(unit) == all_units:
         raise UsageError("usage", "status needs exactly one of --unit ID or --all")
@@ -285,6 +295,7 @@ def wait(
     lock_timeout: LockTimeout = "30",
 ) -> dict[str, Any]:
     """Block until a unit gets a new receipt or changes lifecycle (no polling of git)."""
+    _lock_free(lock_timeout)
     from unitmgr import wait as waiting
 
     return waiting.run(
@@ -306,6 +317,7 @@ def intake(
     output_format: Format = "json",
 ) -> dict[str, Any] | Rendered:
     """Free slots and the ready issues (with their dependencies) that may start."""
+    _lock_free(lock_timeout)
     from unitmgr import intake as reading
     from unitmgr import table
 
@@ -347,6 +359,7 @@ def watch(
     lock_timeout: LockTimeout = "30",
 ) -> Rendered:
     """A live view of every unit for a person; what needs attention comes first (Ctrl-C ends)."""
+    _lock_free(lock_timeout)
     from unitmgr import watch as view
 
     return view.run(repo, interval=interval, once=once)

@@ -54,6 +54,7 @@ from unitmgr.archive import archive_pair_state
 from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
 from unitmgr.journal import Journal
+from unitmgr.manifest import ensure_manifest
 from unitmgr.observe import describe, worktree_rows
 from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.scope import overlapping_pairs
@@ -61,7 +62,6 @@ from unitmgr.steps import CREATE_LIFECYCLE_AFTER, CREATE_PHASES, CREATE_STEPS
 from unitmgr.workspace import Workspace, dismantle_label, is_inside, realpath
 
 PR_BODY_PATTERN = "/PR_BODY.md"
-ADDENDUM_MARKER = "\n## Addendum — "
 PAIR_STEPS = ("pair-init", "pair-verify", "first-task")
 
 
@@ -407,33 +407,6 @@ def compare_for_resume(record: UnitRecord, request: Request) -> None:
             )
 
 
-def manifest_state(record: UnitRecord) -> str:
-    """ "missing", "ok" (the task, optionally followed by addenda), or "differs"."""
-    try:
-        text = Path(record.task_file).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return "missing"
-    body = record.task + "\n"
-    if text == body or (text.startswith(body) and text[len(body) :].startswith(ADDENDUM_MARKER)):
-        return "ok"
-    return "differs"
-
-
-def ensure_manifest(record: UnitRecord) -> None:
-    """Write a missing manifest from the task; refuse one that is not the task (+ addenda)."""
-    state = manifest_state(record)
-    if state == "differs":
-        raise StateError(
-            "manifest-differs",
-            f"unit {record.unit_id} manifest differs from its recorded task",
-            detail={"task_file": record.task_file},
-            next_step="restore the manifest to the task (plus addenda), then repeat create",
-        )
-    if state == "missing":
-        progress(f"unit create {record.unit_id}: writing the manifest {record.task_file}")
-        write_text_atomic(Path(record.task_file), record.task + "\n")
-
-
 # -- the command --------------------------------------------------------------------------------
 
 
@@ -486,17 +459,7 @@ def dry_run(workspace: Workspace, request: Request, existing: UnitRecord | None)
                 detail={"dry_run": True},
             )
         compare_for_resume(existing, request)
-        journal = Journal(workspace.registry, existing, "create")
-        first = journal.first_unfinished()
-        plan = []
-        for step in CREATE_STEPS:
-            if journal.is_done(step):
-                action = "skip"
-            elif step == first:
-                action = "resume"
-            else:
-                action = "run"
-            plan.append({"step": step, "action": action, "detail": None})
+        plan = Journal(workspace.registry, existing, "create").plan()
         return {"ok": True, "dry_run": True, "status": "resume", "plan": plan}
     base = resolve_base(workspace, request, Deadline(0))
     entries = workspace.registry.scan()
@@ -873,9 +836,7 @@ class Builder:
                         record.archive = str(archive) if archive else None
                         entry["archive"] = record.archive
                 record.resources.pair = False
-        worktree_started = self.journal.last_started("worktree") is not None or any(
-            e.get("step") == "worktree" for e in self.journal.entries
-        )
+        worktree_started = any(e.get("step") == "worktree" for e in self.journal.entries)
         if record.resources.worktree or worktree_started:
             with attempt("worktree") as entry:
                 if os.path.isdir(record.worktree):

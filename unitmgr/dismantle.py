@@ -86,16 +86,7 @@ def _plan(
         _refuse_in_flight(entry)
         if not forced and not (entry.pr or {}).get("proved"):
             merged_proof(workspace, entry)
-        journal = Journal(workspace.registry, entry, "dismantle", field="cleanup")
-        first = journal.first_unfinished()
-        plan = [
-            {
-                "step": step,
-                "action": "skip" if journal.is_done(step) else "resume" if step == first else "run",
-                "detail": None,
-            }
-            for step in DISMANTLE_STEPS
-        ]
+        plan = Journal(workspace.registry, entry, "dismantle", field="cleanup").plan()
     else:
         plan = [{"step": step, "action": "run", "detail": None} for step in DISMANTLE_STEPS]
     return {"ok": True, "dry_run": True, "forced": forced, "plan": plan}

@@ -67,6 +67,21 @@ class Journal:
                 return step
         return None
 
+    def plan(self, *, resuming: bool = True) -> list[dict[str, Any]]:
+        """A `--dry-run` plan over this command's steps: `skip` what is done, `resume` the first
+        unfinished step, `run` the rest (all `run` when not `resuming`)."""
+        first = self.first_unfinished() if resuming else None
+        plan = []
+        for step in STEPS_BY_COMMAND[self.command]:
+            if resuming and self.is_done(step):
+                action = "skip"
+            elif resuming and step == first:
+                action = "resume"
+            else:
+                action = "run"
+            plan.append({"step": step, "action": action, "detail": None})
+        return plan
+
     def last_started(self, step: str) -> dict[str, Any] | None:
         for entry in reversed(self.entries):
             if entry.get("step") == step and entry.get("command") == self.command:

@@ -19,7 +19,7 @@ from registry.timeutil import iso_z
 from unitmgr import git
 from unitmgr.forge import Forge
 from unitmgr.steps import CREATE_PHASES
-from unitmgr.units import pair_state
+from unitmgr.units import base_ref_of, pair_state
 from unitmgr.workspace import Workspace, realpath
 
 DIRTY_SAMPLE = 5
@@ -324,7 +324,7 @@ def worktree_facts(
     if row is None or not os.path.isdir(record.worktree):
         return {"present": False}, None
     worktree = Path(record.worktree)
-    base_ref = record.base_ref or f"refs/heads/{record.base}"
+    base_ref = base_ref_of(record)
     counts = git.ahead_behind(base_ref, worktree=worktree)
     entries = git.status_porcelain(worktree)
     changed = committed_changes(base_ref, worktree, row.head)

@@ -28,7 +28,7 @@ from unitmgr.journal import Journal
 from unitmgr.observe import describe, worktree_rows
 from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.steps import RESTAFF_STEPS
-from unitmgr.units import load, locked, pair_state, refuse_in_flight
+from unitmgr.units import base_ref_of, load, locked, pair_state, refuse_in_flight
 from unitmgr.workspace import Workspace, dismantle_label
 
 PHASE_AFTER = {
@@ -93,20 +93,10 @@ def _run(repo: str, options: RestaffOptions) -> dict[str, Any]:
     record = load(workspace, unit_id)
     if options.dry_run:
         resumed_from = _admit(record, target)
-        journal = Journal(workspace.registry, record, "restaff")
-        first = journal.first_unfinished() if resumed_from else "checkpoint"
-        plan = [
-            {
-                "step": step,
-                "action": "skip"
-                if resumed_from and journal.is_done(step)
-                else "resume"
-                if step == first and resumed_from
-                else "run",
-                "detail": {"target": target} if step == "init-target" else None,
-            }
-            for step in RESTAFF_STEPS
-        ]
+        plan = Journal(workspace.registry, record, "restaff").plan(resuming=bool(resumed_from))
+        for entry in plan:
+            if entry["step"] == "init-target":
+                entry["detail"] = {"target": target}
         return {"ok": True, "dry_run": True, "plan": plan}
     if target["partner"] != "script":
         pair_api.resolve_model(
@@ -268,7 +258,7 @@ class Restaffer:
         record = self.record
         assert record.staffing is not None
         worktree = Path(record.worktree)
-        base_ref = record.base_ref or f"refs/heads/{record.base}"
+        base_ref = base_ref_of(record)
         status = pair_state(record)
         receipt = status.get("latest_receipt") if status.get("ok") else None
         checkpoint = {

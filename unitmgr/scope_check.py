@@ -21,7 +21,7 @@ from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, validation
 from unitmgr.observe import facts_by_unit, worktree_rows
-from unitmgr.units import load, locked
+from unitmgr.units import base_ref_of, load, locked
 from unitmgr.workspace import Workspace, dismantle_label
 
 
@@ -102,7 +102,7 @@ def _refuse_approval(record: UnitRecord, found: dict[str, Any], allow_outside: b
 
 
 def scope_base(workspace: Workspace, record: UnitRecord, *, fetch: bool, seconds: float) -> str:
-    base_ref = record.base_ref or f"refs/heads/{record.base}"
+    base_ref = base_ref_of(record)
     if base_ref.startswith("refs/remotes/origin/") and fetch:
         progress(f"unit scope {record.unit_id}: fetching origin {record.base}")
         lock = workspace.registry.fetch_lock(command=f"unit scope --unit {record.unit_id}")

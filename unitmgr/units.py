@@ -31,6 +31,11 @@ def locked(workspace: Workspace, unit_id: str, *, command: str, seconds: float) 
         yield
 
 
+def base_ref_of(record: UnitRecord) -> str:
+    """The ref the unit's work is measured against: the recorded one, else the local base."""
+    return record.base_ref or f"refs/heads/{record.base}"
+
+
 def pair_state(record: UnitRecord) -> dict[str, Any]:
     if record.pair is None or not record.pair.state_dir:
         return {"ok": False, "code": "no-pair", "reason": "no pair recorded"}

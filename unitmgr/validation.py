@@ -15,7 +15,6 @@ from pair.partners import LEADS, PARTNERS
 from registry.errors import UsageError
 
 UNIT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
-IDENTITY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 EFFORT_REQUIRED = ("claude", "codex", "grok", "opencode")
 LIMIT_MAX = 100
 
@@ -111,46 +110,26 @@ def staffing(
     identity: str | None,
     command: str = "create",
 ) -> None:
-    """Lead, partner, model, effort and identity rules (SPEC 3.3 "Leads", "Partners")."""
+    """The unit's own staffing rules (SPEC 3.3 "Leads", "Partners"): a known lead and partner, a
+    valid identity name, never the lead's own CLI, and an effort where unitmgr requires one.
+
+    What a partner itself can take (efforts, identities, the script's command, cursor's
+    effort-in-the-model) is the adapter's `validate_staffing`, which the caller runs next.
+    """
+    from pair.identity import IDENTITY_NAME  # not on the path of the lock-free commands
+
     if lead not in LEADS:
         raise UsageError("unknown-lead", f"unknown lead {lead!r} — use one of {', '.join(LEADS)}")
     if partner not in PARTNERS:
         raise UsageError(
             "unknown-partner", f"unknown partner {partner!r} — use one of {', '.join(PARTNERS)}"
         )
-    if identity is not None and not IDENTITY.match(identity):
+    if identity is not None and not IDENTITY_NAME.match(identity):
         raise UsageError("invalid-identity", f"invalid --identity name {identity!r}")
-    if identity not in (None, "default") and partner != "codex":
-        raise UsageError(
-            "identity-refused",
-            f"--identity other than default needs partner codex; {partner} has one identity",
-        )
     if lead == partner and not (partner == "codex" and identity is not None):
         raise UsageError(
             "lead-is-partner",
             f"the partner must differ from the lead ({lead}) — pairing a CLI with itself echoes",
         )
-    family_request = bool(model and re.fullmatch(r"(?i)latest:[a-z0-9]+", model))
-    if partner == "script":
-        if not model or not model.strip():
-            raise UsageError(
-                "script-needs-model", "the script partner needs --model '<command line>'"
-            )
-        if effort:
-            raise UsageError(
-                "effort-refused", "the script partner has no reasoning effort — drop --effort"
-            )
-    elif partner == "cursor":
-        if family_request and not effort:
-            raise UsageError(
-                "effort-required",
-                f"cursor {model} requires --effort for catalog resolution",
-            )
-        if effort and not family_request:
-            raise UsageError(
-                "effort-refused",
-                "cursor carries effort inside the model id — omit --effort "
-                "(or use latest:<family>)",
-            )
-    elif partner in EFFORT_REQUIRED and not effort:
+    if partner in EFFORT_REQUIRED and not effort:
         raise UsageError("effort-required", f"{command} requires --effort for {partner}")

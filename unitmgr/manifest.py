@@ -1,0 +1,60 @@
+"""The task manifest (`tasks/<id>.md`): the task, then each addendum under its exact header.
+
+Create writes it, addendum appends to it and restores it, and both check it: a manifest is
+"ok" when it is the recorded task optionally followed by addenda, "differs" when anything else
+changed it, and is never overwritten then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from registry.atomic import write_text_atomic
+from registry.errors import StateError
+from registry.output import progress
+from registry.records import UnitRecord
+
+HEADER = "\n## Addendum — {at}\n"
+ADDENDUM_MARKER = HEADER.split("{at}", maxsplit=1)[0]
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def block(at: str, text: str) -> str:
+    return HEADER.format(at=at) + text + "\n"
+
+
+def manifest_text(record: UnitRecord) -> str:
+    """What the manifest must hold: the task, then every recorded addendum in order."""
+    addenda = record.addenda
+    return record.task + "\n" + "".join(block(a["at"], a["text"]) for a in addenda)
+
+
+def manifest_state(record: UnitRecord) -> str:
+    """ "missing", "ok" (the task, optionally followed by addenda), or "differs"."""
+    try:
+        text = Path(record.task_file).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "missing"
+    body = record.task + "\n"
+    if text == body or (text.startswith(body) and text[len(body) :].startswith(ADDENDUM_MARKER)):
+        return "ok"
+    return "differs"
+
+
+def ensure_manifest(record: UnitRecord) -> None:
+    """Write a missing manifest from the task; refuse one that is not the task (+ addenda)."""
+    state = manifest_state(record)
+    if state == "differs":
+        raise StateError(
+            "manifest-differs",
+            f"unit {record.unit_id} manifest differs from its recorded task",
+            detail={"task_file": record.task_file},
+            next_step="restore the manifest to the task (plus addenda), then repeat create",
+        )
+    if state == "missing":
+        progress(f"unit create {record.unit_id}: writing the manifest {record.task_file}")
+        write_text_atomic(Path(record.task_file), record.task + "\n")
