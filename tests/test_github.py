@@ -16,6 +16,26 @@ def intake(sandbox: Sandbox, *extra: str, **env: str):
     return sandbox.unit("intake", "--label", "ready", *extra, env=environment)
 
 
+def dependency(
+    number: int,
+    state: str,
+    *,
+    merged: bool = False,
+    satisfied: bool = False,
+    reason: str | None = None,
+    repository: str = "acme/widgets",
+) -> dict[str, object]:
+    """One `depends_on` entry as intake prints it."""
+    return {
+        "repository": repository,
+        "number": number,
+        "state": state,
+        "state_reason": reason,
+        "merged": merged,
+        "satisfied": satisfied,
+    }
+
+
 def test_intake_slots_on_mixed_pr_states(sandbox: Sandbox, github) -> None:
     write_record(sandbox, "draft-pr")
     write_record(sandbox, "ready-pr")
@@ -86,21 +106,17 @@ def test_candidates_and_dependency_readiness(sandbox: Sandbox, github) -> None:
     assert set(by_number) == {ready_one, blocked, not_planned, unmerged, native, missing}
     assert result["ready"] == [ready_one]
     assert by_number[ready_one]["depends_on"] == [
-        {"number": done, "state": "closed", "merged": False, "satisfied": True},
-        {"number": merged, "state": "merged", "merged": True, "satisfied": True},
+        dependency(done, "closed", satisfied=True, reason="completed"),
+        dependency(merged, "merged", merged=True, satisfied=True),
     ]
-    assert by_number[blocked]["depends_on"] == [
-        {"number": open_dep, "state": "open", "merged": False, "satisfied": False}
-    ]
+    assert by_number[blocked]["depends_on"] == [dependency(open_dep, "open")]
     assert [(d["number"], d["satisfied"]) for d in by_number[not_planned]["depends_on"]] == [
         (dropped, False),
         (done, True),
     ]
     assert by_number[unmerged]["depends_on"][0]["state"] == "closed"
     assert by_number[native]["depends_on"] == by_number[blocked]["depends_on"]
-    assert by_number[missing]["depends_on"] == [
-        {"number": 999, "state": "unknown", "merged": False, "satisfied": False}
-    ]
+    assert by_number[missing]["depends_on"] == [dependency(999, "unknown")]
     # Each dependency is read once per intake, a PR dependency without a second request.
     reads = [path for method, path in github.requests if "/issues/" in path or "/pulls/" in path]
     dependency_reads = [p for p in reads if "dependencies" not in p]
@@ -267,7 +283,7 @@ def test_a_passing_pr_is_merged_at_the_head_and_the_branch_stays(sandbox: Sandbo
         ("author-approval", "review_approved", "no approval"),
         ("changes-requested", "review_approved", "changes requested by bob"),
         ("stale-approval", "review_approved", "earlier head"),
-        ("pending-check", "checks_green", "lint (in_progress)"),
+        ("pending-check", "checks_green", "lint by github-actions (in_progress)"),
         ("failed-status", "checks_green", "ci/tests (failure)"),
         ("missing-required", "checks_green", "required but missing: ci/e2e"),
         ("verification", "verification", "failed: exit 1"),
@@ -322,7 +338,13 @@ def test_unreadable_protection_counts_only_reported_checks(sandbox: Sandbox, git
     github.protection["main"] = "forbidden"
     dry = sandbox.unit("merge", "--unit", "u1", "--head", head, "--dry-run")
     checks = next(g for g in dry["gates"] if g["gate"] == "checks_green")
+    assert checks["ok"] is True and "branch protection cannot be read" in checks["why"]
+    assert "only reported" not in checks["why"]  # the rulesets were read
+    github.rulesets_readable = False
+    dry = sandbox.unit("merge", "--unit", "u1", "--head", head, "--dry-run")
+    checks = next(g for g in dry["gates"] if g["gate"] == "checks_green")
     assert checks["ok"] is True and "only reported statuses and checks count" in checks["why"]
+    assert "branch protection and rulesets cannot be read (403/404)" in checks["why"]
 
 
 def test_a_head_that_moves_between_check_and_merge_is_refused(sandbox: Sandbox, github) -> None:

@@ -53,14 +53,34 @@ class Issue:
     state: str  # "open" | "closed"
     state_reason: str | None = None
     is_pull_request: bool = False
+    repository: str = ""  # owner/name, from the issue's own `repository_url`
+    # `issue_dependencies_summary.total_blocked_by`; None when GitHub did not say (older servers)
+    blocked_by_count: int | None = None
+
+
+WRITE_ACCESS = ("OWNER", "MEMBER", "COLLABORATOR")
+"""The `author_association` values of an account with write access: only their approvals count
+(GitHub's own rule); CONTRIBUTOR, FIRST_TIMER, FIRST_TIME_CONTRIBUTOR, MANNEQUIN and NONE do not."""
 
 
 @dataclass(frozen=True)
 class Review:
-    user: str
+    id: int
+    user: str | None  # None: a deleted account (GitHub answers `user: null`)
     state: str  # APPROVED | CHANGES_REQUESTED | COMMENTED | PENDING | DISMISSED
     commit_id: str | None
     submitted_at: str | None
+    author_association: str = "NONE"
+
+    @property
+    def reviewer(self) -> str:
+        """Who the review speaks for. Deleted accounts cannot be told apart, so each of their
+        reviews is its own reviewer: one never replaces another's verdict."""
+        return self.user if self.user is not None else f"a deleted user (review {self.id})"
+
+    @property
+    def has_write_access(self) -> bool:
+        return self.author_association in WRITE_ACCESS
 
 
 @dataclass(frozen=True)
@@ -69,29 +89,76 @@ class Check:
     kind: str  # "status" | "check_run"
     state: str  # status: success/failure/error/pending; check run: its conclusion or status
     at: str | None
+    id: int = 0  # breaks ties between runs stamped in the same second
+    app_id: int | None = None  # check runs: the GitHub App that reported it
+    app: str | None = None  # its slug (or name), for people
+    suite_id: int | None = None  # check runs: one suite per app per commit, per workflow in Actions
+
+    @property
+    def key(self) -> tuple[str, int | None, int | None, str]:
+        """What a later report replaces: the same context (statuses), or the same name from the
+        same app and check suite (check runs) — never a run of the same name from another app
+        or workflow."""
+        return (self.kind, self.app_id, self.suite_id, self.name)
+
+    @property
+    def label(self) -> str:
+        if self.kind == "check_run" and self.app:
+            return f"{self.name} by {self.app} ({self.state})"
+        return f"{self.name} ({self.state})"
 
 
 @dataclass(frozen=True)
 class Dependency:
+    repository: str  # owner/name: a dependency lives in its own repository
     number: int
     state: str  # "open" | "closed" | "merged" | "unknown"
     merged: bool
     satisfied: bool
+    state_reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "repository": self.repository,
             "number": self.number,
             "state": self.state,
+            "state_reason": self.state_reason,
             "merged": self.merged,
             "satisfied": self.satisfied,
         }
 
 
+SATISFYING_REASONS = (None, "completed")
+"""A closed issue is done when closed as completed (or with no reason: old issues). `not_planned`
+and `duplicate` are not done: depend on the original instead."""
+
+
+def unknown_dependency(repository: str, number: int) -> Dependency:
+    return Dependency(repository, number, "unknown", False, False)
+
+
+@dataclass(frozen=True)
+class RequiredCheck:
+    context: str
+    app_id: int | None = None  # None (or -1): any app may report it
+    source: str = "branch protection"  # or "rulesets"
+
+    @property
+    def label(self) -> str:
+        return self.context if self.app_id in (None, -1) else f"{self.context} (app {self.app_id})"
+
+    def met_by(self, check: Check) -> bool:
+        if check.name != self.context:
+            return False
+        return self.app_id in (None, -1) or (
+            check.kind == "check_run" and check.app_id == self.app_id
+        )
+
+
 @dataclass
 class RequiredChecks:
-    contexts: list[str] = field(default_factory=list)
-    readable: bool = True
-    why: str | None = None
+    checks: list[RequiredCheck] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # "branch protection", "rulesets"
 
 
 class Forge(Protocol):
@@ -102,18 +169,25 @@ class Forge(Protocol):
     def labelled_issues(
         self, label: str, milestone: str | None, limit: int
     ) -> tuple[list[Issue], bool]:
-        """Open issues (pull requests left out) with the label; `True` when `limit` was hit."""
+        """Open issues (pull requests left out) with the label, oldest first, at most `limit`
+        (paging stops there); `True` when more were left."""
         ...
 
-    def dependency(self, number: int) -> Dependency: ...
+    def dependency(self, repository: str, number: int) -> Dependency:
+        """Issue or pull request `number` of `repository`; `unknown` when it cannot be read."""
+        ...
 
-    def blocked_by(self, number: int) -> list[int]: ...
+    def blocked_by(self, issue: Issue) -> list[Dependency]:
+        """GitHub's native blocked-by list of `issue`, each item as GitHub returned it."""
+        ...
 
     def reviews(self, number: int) -> list[Review]: ...
 
     def checks(self, sha: str) -> list[Check]: ...
 
-    def required_checks(self, base: str) -> RequiredChecks: ...
+    def required_checks(self, base: str) -> RequiredChecks:
+        """What classic branch protection and the rulesets require on `base`."""
+        ...
 
     def merge(self, number: int, *, sha: str, method: str) -> str | None:
         """Merge at exactly `sha`; returns the merge commit sha."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -27,20 +28,22 @@ from registry.redact import gh_auth_token
 from registry.timeutil import seconds_from_env
 from unitmgr import git
 from unitmgr.forge import (
+    SATISFYING_REASONS,
     Check,
     Dependency,
     Issue,
     PullRequest,
+    RequiredCheck,
     RequiredChecks,
     Review,
     configured_repository,
+    unknown_dependency,
 )
 from unitmgr.workspace import Workspace
 
 T = TypeVar("T")
 PER_PAGE = 100
 MAX_PAGES = 50
-NOT_PLANNED = "not_planned"
 
 
 def github_token() -> str | None:
@@ -62,6 +65,7 @@ class GitHubRefused(StateError):
             next_step="check GH_TOKEN / GITHUB_TOKEN, GITHUB_REPOSITORY and GITHUB_API_URL",
         )
         self.status = status
+        self.message = message  # GitHub's own words: a 405 has many causes
 
 
 def open_forge(workspace: Workspace) -> GitHubForge | None:
@@ -182,8 +186,11 @@ class GitHubForge:
         *,
         key: str | None = None,
         limit: int | None = None,
+        keep: Callable[[dict[str, Any]], bool] | None = None,
     ) -> tuple[list[dict[str, Any]], bool]:
-        """Every item of a paginated list (one retry around the whole walk); capped flag."""
+        """The items of a paginated list that `keep` accepts (one retry around the whole walk),
+        and whether more were left. With a `limit`, paging stops as soon as it has enough: the
+        flag is then True when the page held more or a next page exists."""
 
         def walk() -> tuple[list[dict[str, Any]], bool]:
             items: list[dict[str, Any]] = []
@@ -193,13 +200,18 @@ class GitHubForge:
                 assert url is not None
                 headers, data = self.requester.requestJsonAndCheck("GET", url, parameters=params)
                 page = data.get(key, []) if key and isinstance(data, dict) else data
-                items.extend(item for item in (page or []) if isinstance(item, dict))
-                if limit is not None and len(items) >= limit:
-                    return items[:limit], True
+                for item in page or []:
+                    if not isinstance(item, dict) or (keep is not None and not keep(item)):
+                        continue
+                    if limit is not None and len(items) >= limit:
+                        return items, True
+                    items.append(item)
                 url = _next_link(_header(headers, "link"))
                 params = None  # the next link carries them
                 if url is None:
                     return items, False
+                if limit is not None and len(items) >= limit:
+                    return items, True
             return items, True
 
         return self._retried(f"GET {path}", walk)
@@ -217,21 +229,23 @@ class GitHubForge:
     def labelled_issues(
         self, label: str, milestone: str | None, limit: int
     ) -> tuple[list[Issue], bool]:
-        parameters: dict[str, Any] = {"state": "open", "labels": label}
+        # Oldest first: the queue is worked in the order it was filed (GitHub lists newest
+        # first unless told otherwise).
+        parameters: dict[str, Any] = {
+            "state": "open",
+            "labels": label,
+            "sort": "created",
+            "direction": "asc",
+        }
         if milestone is not None:
             parameters["milestone"] = self._milestone_number(milestone)
-        issues: list[Issue] = []
-        capped = False
-        page_items, more = self._list(f"{self.prefix}/issues", parameters, limit=None)
-        for item in page_items:
-            issue = _issue(item)
-            if issue.is_pull_request:
-                continue
-            if len(issues) == limit:
-                capped = True
-                break
-            issues.append(issue)
-        return issues, capped or more
+        items, capped = self._list(
+            f"{self.prefix}/issues",
+            parameters,
+            limit=limit,
+            keep=lambda item: not _is_pull_request(item),
+        )
+        return [_issue(item, self.repository) for item in items], capped
 
     def _milestone_number(self, milestone: str) -> str:
         if milestone.isdigit():
@@ -244,36 +258,40 @@ class GitHubForge:
             "no-such-milestone", f"no milestone titled {milestone!r} in {self.repository}"
         )
 
-    def dependency(self, number: int) -> Dependency:
+    def dependency(self, repository: str, number: int) -> Dependency:
         try:
-            raw = self._get(f"{self.prefix}/issues/{number}")
-        except GitHubRefused:
-            return Dependency(number, "unknown", False, False)
-        issue = _issue(raw)
-        if issue.is_pull_request:
-            # The issue view of a pull request carries `merged_at`: no second request.
-            merged = bool((raw.get("pull_request") or {}).get("merged_at"))
-            return Dependency(number, "merged" if merged else issue.state, merged, merged)
-        satisfied = issue.state == "closed" and issue.state_reason != NOT_PLANNED
-        return Dependency(number, issue.state, False, satisfied)
+            raw = self._get(f"/repos/{repository}/issues/{number}")
+        except GitHubRefused:  # not found, or a repository this token cannot read
+            return unknown_dependency(repository, number)
+        return _dependency(raw, repository)
 
-    def blocked_by(self, number: int) -> list[int]:
+    def blocked_by(self, issue: Issue) -> list[Dependency]:
+        if issue.blocked_by_count == 0:  # the issue itself says it has no blockers
+            return []
         try:
-            items, _ = self._list(f"{self.prefix}/issues/{number}/dependencies/blocked_by")
+            items, _ = self._list(f"{self.prefix}/issues/{issue.number}/dependencies/blocked_by")
         except GitHubRefused as error:
             if error.status in (404, 410):
                 return []
             raise
-        return [int(item["number"]) for item in items if isinstance(item.get("number"), int)]
+        # Full issue objects, each with its own repository and state: used as returned, never
+        # re-read by number (the same number in this repository is another issue).
+        return [
+            _dependency(item, self.repository)
+            for item in items
+            if isinstance(item.get("number"), int)
+        ]
 
     def reviews(self, number: int) -> list[Review]:
         items, _ = self._list(f"{self.prefix}/pulls/{number}/reviews")
         return [
             Review(
-                user=str((item.get("user") or {}).get("login")),
+                id=int(item.get("id") or 0),
+                user=_login(item.get("user")),
                 state=str(item.get("state")),
                 commit_id=item.get("commit_id"),
                 submitted_at=item.get("submitted_at"),
+                author_association=str(item.get("author_association") or "NONE"),
             )
             for item in items
         ]
@@ -287,45 +305,83 @@ class GitHubForge:
                 kind="status",
                 state=str(item.get("state")),
                 at=item.get("updated_at") or item.get("created_at"),
+                id=int(item.get("id") or 0),
             )
             for item in statuses
         ]
         for run in runs:
             status = str(run.get("status"))
-            state = str(run.get("conclusion")) if status == "completed" else status
+            app = run.get("app") or {}
             found.append(
                 Check(
                     name=str(run.get("name")),
                     kind="check_run",
-                    state=state,
+                    state=str(run.get("conclusion")) if status == "completed" else status,
                     at=run.get("completed_at") or run.get("started_at"),
+                    id=int(run.get("id") or 0),
+                    app_id=app.get("id"),
+                    app=app.get("slug") or app.get("name"),
+                    suite_id=(run.get("check_suite") or {}).get("id"),
                 )
             )
         return found
 
     def required_checks(self, base: str) -> RequiredChecks:
+        branch = urllib.parse.quote(base, safe="")  # `release/1.x`, `fix#2` are one path segment
+        required = RequiredChecks()
+        classic = self._protection_checks(branch)
+        rules = self._ruleset_checks(branch)
+        for source, found in (("branch protection", classic), ("rulesets", rules)):
+            if found is None:
+                required.unreadable.append(source)
+            else:
+                required.checks += [check for check in found if check not in required.checks]
+        return required
+
+    def _protection_checks(self, branch: str) -> list[RequiredCheck] | None:
+        """Classic protection's required checks; None when it cannot be read (403/404)."""
         try:
-            data = self._get(f"{self.prefix}/branches/{base}/protection/required_status_checks")
-            contexts = list(data.get("contexts") or [])
-            contexts += [c["context"] for c in data.get("checks") or [] if c.get("context")]
-            return RequiredChecks(sorted(set(contexts)))
+            policy = self._get(f"{self.prefix}/branches/{branch}/protection/required_status_checks")
+            return _policy_checks(policy, "branch protection")
         except GitHubRefused as error:
             if error.status not in (403, 404):
                 raise
+        # 404 is also "not protected", and reading protection needs admin: the branch itself
+        # says whether it is protected, and (to anyone who can read it) what it requires.
         try:
-            branch = self._get(f"{self.prefix}/branches/{base}")
-        except GitHubRefused:
-            return RequiredChecks(
-                [], readable=False, why="branch protection cannot be read (403/404)"
-            )
-        protection = branch.get("protection") or {}
-        required = protection.get("required_status_checks") or {}
-        contexts = list(required.get("contexts") or [])
-        if branch.get("protected") and not contexts and not required:
-            return RequiredChecks(
-                [], readable=False, why="branch protection cannot be read (403/404)"
-            )
-        return RequiredChecks(sorted(set(contexts)))
+            found = self._get(f"{self.prefix}/branches/{branch}")
+        except GitHubRefused as error:
+            if error.status not in (403, 404):
+                raise
+            return None
+        if not found.get("protected"):
+            return []
+        policy = (found.get("protection") or {}).get("required_status_checks")
+        if not isinstance(policy, dict):
+            return None
+        return _policy_checks(policy, "branch protection")
+
+    def _ruleset_checks(self, branch: str) -> list[RequiredCheck] | None:
+        """The `required_status_checks` rules of every ruleset on the branch; None when the
+        rules cannot be read (403/404, e.g. a server without rulesets)."""
+        try:
+            rules, _ = self._list(f"{self.prefix}/rules/branches/{branch}")
+        except GitHubRefused as error:
+            if error.status not in (403, 404):
+                raise
+            return None
+        found: list[RequiredCheck] = []
+        for rule in rules:
+            if rule.get("type") != "required_status_checks":
+                continue
+            for check in (rule.get("parameters") or {}).get("required_status_checks") or []:
+                if isinstance(check, dict) and check.get("context"):
+                    found.append(
+                        RequiredCheck(
+                            str(check["context"]), check.get("integration_id"), "rulesets"
+                        )
+                    )
+        return found
 
     # -- the one write -------------------------------------------------------------------------
 
@@ -374,8 +430,54 @@ def _pull(item: dict[str, Any]) -> PullRequest:
     )
 
 
-def _issue(item: dict[str, Any]) -> Issue:
+def _is_pull_request(item: dict[str, Any]) -> bool:
+    return item.get("pull_request") is not None
+
+
+def _login(user: Any) -> str | None:
+    return str(user["login"]) if isinstance(user, dict) and user.get("login") else None
+
+
+def _repository_of(item: dict[str, Any]) -> str | None:
+    """`owner/name` from an issue's `repository_url` (`…/repos/owner/name`)."""
+    match = re.search(r"/repos/([^/]+/[^/]+?)/?$", str(item.get("repository_url") or ""))
+    return match.group(1) if match else None
+
+
+def _dependency(item: dict[str, Any], fallback_repository: str) -> Dependency:
+    repository = _repository_of(item) or fallback_repository
+    number = int(item["number"])
+    state = str(item.get("state"))
+    if _is_pull_request(item):
+        # The issue view of a pull request carries `merged_at`: no second request.
+        merged = bool((item.get("pull_request") or {}).get("merged_at"))
+        return Dependency(repository, number, "merged" if merged else state, merged, merged)
+    reason = item.get("state_reason")
+    satisfied = state == "closed" and reason in SATISFYING_REASONS
+    return Dependency(repository, number, state, False, satisfied, reason)
+
+
+def _policy_checks(policy: dict[str, Any], source: str) -> list[RequiredCheck]:
+    """A status-check policy: `checks` carry an `app_id`; `contexts` repeats their names (and
+    older servers send only `contexts`)."""
+    found = [
+        RequiredCheck(str(check["context"]), check.get("app_id"), source)
+        for check in policy.get("checks") or []
+        if isinstance(check, dict) and check.get("context")
+    ]
+    named = {check.context for check in found}
+    found += [
+        RequiredCheck(str(context), None, source)
+        for context in policy.get("contexts") or []
+        if context not in named
+    ]
+    return found
+
+
+def _issue(item: dict[str, Any], fallback_repository: str) -> Issue:
     milestone = item.get("milestone") or None
+    summary = item.get("issue_dependencies_summary")
+    blocked_by_count = summary.get("total_blocked_by") if isinstance(summary, dict) else None
     return Issue(
         number=int(item["number"]),
         title=str(item.get("title") or ""),
@@ -387,5 +489,7 @@ def _issue(item: dict[str, Any]) -> Issue:
         milestone=str(milestone.get("title")) if isinstance(milestone, dict) else None,
         state=str(item.get("state")),
         state_reason=item.get("state_reason"),
-        is_pull_request="pull_request" in item and item["pull_request"] is not None,
+        is_pull_request=_is_pull_request(item),
+        repository=_repository_of(item) or fallback_repository,
+        blocked_by_count=blocked_by_count if isinstance(blocked_by_count, int) else None,
     )

@@ -1,11 +1,14 @@
 """`unit intake` (SPEC 3.2): which ready issues may start, and how many slots are free.
 
 Read-only and lock-free. Capacity comes from the registry plus each unit's live PR state; the
-candidates are the open issues carrying the label (and milestone), pull requests left out, minus
-the issues units already record. Each candidate lists its dependencies — `Depends on #N`,
-`Blocked by #N` (comma lists allowed), task-list items `- [ ] #N` / `- [x] #N`, and GitHub's
-native blocked-by list — with their state; a candidate is `ready` only when every dependency is
-satisfied: a merged pull request, or an issue closed for a reason other than `not_planned`.
+candidates are the open issues carrying the label (and milestone), oldest first, pull requests
+left out, minus the issues units already record. Each candidate lists its dependencies — `Depends
+on #N`, `Blocked by #N` (comma lists allowed), task-list items `- [ ] #N` / `- [x] #N`, any of them
+as `owner/repo#N` for another repository, and GitHub's native blocked-by list — each in its own
+repository, with its state; a candidate is `ready` only when every dependency is satisfied: a
+merged pull request, or an issue closed as completed (or with no reason). Native blocked-by items
+are used as GitHub returned them; nothing here re-reads a dependency by number in the wrong
+repository.
 """
 
 from __future__ import annotations
@@ -21,10 +24,14 @@ from unitmgr.forge import NOT_CONFIGURED, Dependency, Forge, Issue
 from unitmgr.forge_github import GitHubRefused, open_forge
 from unitmgr.workspace import Workspace
 
+_REFERENCE = r"(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#\d+"
 _DEPENDS = re.compile(
-    r"(?i)\b(?:depends\s+on|blocked\s+by)\b:?\s*((?:#\d+(?:\s*(?:,|and|&)\s*)?)+)"
+    rf"(?i)\b(?:depends\s+on|blocked\s+by)\b:?\s*((?:{_REFERENCE}(?:\s*(?:,|and|&)\s*)?)+)"
 )
-_TASK = re.compile(r"(?m)^\s*[-*]\s+\[[ xX]\]\s+#(\d+)\b")
+_TASK = re.compile(rf"(?m)^\s*[-*]\s+\[[ xX]\]\s+({_REFERENCE})\b")
+_PARTS = re.compile(r"(?:([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(\d+)")
+
+Key = tuple[str, int]  # (owner/name, number)
 
 
 @dataclass(frozen=True)
@@ -36,13 +43,25 @@ class IntakeOptions:
     limit: str = "30"
 
 
-def referenced_dependencies(body: str) -> list[int]:
-    """`#N` references that declare a dependency, in order of first mention."""
-    numbers: list[int] = []
+def referenced_dependencies(body: str, repository: str) -> list[Key]:
+    """The references that declare a dependency, in order of first mention, each with its
+    repository (`#N` is `repository`'s; `owner/repo#N` names its own)."""
+    references: list[str] = []
     for match in _DEPENDS.finditer(body or ""):
-        numbers += [int(n) for n in re.findall(r"#(\d+)", match.group(1))]
-    numbers += [int(n) for n in _TASK.findall(body or "")]
-    return list(dict.fromkeys(numbers))
+        references += re.findall(_REFERENCE, match.group(1))
+    references += _TASK.findall(body or "")
+    keys: list[Key] = []
+    for reference in references:
+        parts = _PARTS.fullmatch(reference)
+        if parts is None:
+            continue
+        keys.append((_same_or(parts.group(1) or repository, repository), int(parts.group(2))))
+    return list(dict.fromkeys(keys))
+
+
+def _same_or(named: str, repository: str) -> str:
+    """GitHub names are case-insensitive: `Acme/Widgets#3` is `acme/widgets`'s #3."""
+    return repository if named.lower() == repository.lower() else named
 
 
 def run(repo: str, options: IntakeOptions) -> dict[str, Any]:
@@ -60,12 +79,12 @@ def run(repo: str, options: IntakeOptions) -> dict[str, Any]:
     admission = capacity.compute(entries, max_active=max_active, max_held=max_held, pulls=pulls)
     issues, capped = forge.labelled_issues(label, options.milestone, limit)
     recorded = {record.issue for record in records if record.issue is not None}
-    known: dict[int, Dependency] = {}  # candidates often share dependencies: read each once
+    known: dict[Key, Dependency] = {}  # candidates often share dependencies: read each once
 
-    def dependency(number: int) -> Dependency:
-        if number not in known:
-            known[number] = forge.dependency(number)
-        return known[number]
+    def dependency(key: Key) -> Dependency:
+        if key not in known:
+            known[key] = forge.dependency(*key)
+        return known[key]
 
     candidates = [
         candidate(forge, issue, dependency) for issue in issues if issue.number not in recorded
@@ -81,17 +100,18 @@ def run(repo: str, options: IntakeOptions) -> dict[str, Any]:
 
 
 def candidate(
-    forge: Forge, issue: Issue, dependency: Callable[[int], Dependency]
+    forge: Forge, issue: Issue, dependency: Callable[[Key], Dependency]
 ) -> dict[str, Any]:
-    numbers = referenced_dependencies(issue.body)
+    keys = referenced_dependencies(issue.body, forge.repository)
+    native: dict[Key, Dependency] = {}
     unreadable_native = False
     try:
-        for number in forge.blocked_by(issue.number):
-            if number not in numbers:
-                numbers.append(number)
+        for item in forge.blocked_by(issue):
+            native[(_same_or(item.repository, forge.repository), item.number)] = item
     except GitHubRefused:
         unreadable_native = True
-    dependencies = [dependency(number) for number in numbers]
+    keys += [key for key in native if key not in keys]
+    dependencies = [native[key] if key in native else dependency(key) for key in keys]
     document: dict[str, Any] = {
         "number": issue.number,
         "title": issue.title,

@@ -6,13 +6,17 @@ A unit's pull request is merged through the GitHub API only when every gate hold
   recorded base; `head_matches` — its head is `--head`;
 - `scope_approval` — `unit scope --approve` was recorded on that head;
 - `review_approved` — taking each reviewer's latest APPROVED or CHANGES_REQUESTED review, someone
-  other than the author approved exactly that head, and nobody's latest review requests changes;
-- `checks_green` — the latest status per context and the latest check run per name on the head
-  pass, and every context the base branch's protection requires is present;
+  other than the author with write access (OWNER, MEMBER, COLLABORATOR) approved exactly that
+  head, and nobody's latest review requests changes; each deleted account's review is its own
+  reviewer;
+- `checks_green` — the latest status per context and the latest check run per (app, check suite,
+  name) on the head pass, and every check the base branch requires — classic protection and
+  rulesets, from the app they name — is present;
 - `verification` — a passing `unit verify` recorded on that head.
 
-The merge call carries the head SHA, so GitHub refuses if the head moved in between. The branch
-is never deleted here (dismantle does that, after the worktree is gone).
+The merge call carries the head SHA, so GitHub refuses if the head moved in between; a refusal
+quotes GitHub's own message and names the fix. The branch is never deleted here (dismantle does
+that, after the worktree is gone).
 """
 
 from __future__ import annotations
@@ -90,26 +94,42 @@ def _run(repo: str, options: MergeOptions) -> dict[str, Any]:
         try:
             merge_sha = forge.merge(pull.number, sha=head, method=options.method)
         except GitHubRefused as error:
-            status = error.status
-            if status in (405, 409, 422):
+            if error.status in (405, 409, 422):
                 merged = _already_merged(forge.pulls_for_branch(record.branch), head)
                 if merged is not None:  # a retried PUT whose first attempt had merged it
                     return _done(workspace, record, merged, options.method, "already-merged")
                 current = forge.pull(pull.number)
-                raise StateError(
-                    "merge-refused",
-                    f"GitHub refused the merge of #{pull.number} at {head}"
-                    + (
-                        f": the head moved to {current.head_sha}"
-                        if current.head_sha != head
-                        else ""
-                    ),
-                    detail={"status": status, "pr": current.to_json()},
-                    next_step="check the new head, re-run the gates (scope, verify, review) on it",
-                ) from None
+                raise merge_refused(unit_id, current, head, options.method, error) from None
             raise
         merged_pull = dataclasses.replace(pull, state="merged", merge_commit_sha=merge_sha)
         return _done(workspace, record, merged_pull, options.method, "merged")
+
+
+def merge_refused(
+    unit_id: str, current: PullRequest, head: str, method: str, error: GitHubRefused
+) -> StateError:
+    """GitHub's refusal in its own words (a 405 has many causes), and the fix it points to."""
+    said = error.message or f"HTTP {error.status}"
+    reason = f"GitHub refused the merge of #{current.number} at {head}: {said}"
+    again = f"unit merge --unit {unit_id} --head {head}"
+    if current.head_sha != head:
+        reason += f" (the head moved to {current.head_sha})"
+        fix = (
+            f"check the new head (unit scope --unit {unit_id} --approve, unit verify --unit "
+            f"{unit_id}, a fresh review), then unit merge --unit {unit_id} --head "
+            f"{current.head_sha}"
+        )
+    elif "not allowed" in said.lower():  # "Merge commits are not allowed on this repository."
+        others = [other for other in METHODS if other != method]
+        fix = f"{again} --method {others[0]} (or --method {others[1]}), as the repository allows"
+    else:
+        fix = f"resolve what GitHub says, then {again}"
+    return StateError(
+        "merge-refused",
+        reason,
+        detail={"status": error.status, "message": error.message, "pr": current.to_json()},
+        next_step=fix,
+    )
 
 
 def _already_merged(pulls: list[PullRequest], head: str) -> PullRequest | None:
@@ -232,48 +252,68 @@ def evaluate(
 
 def review_gate(reviews: list[Review], pull: PullRequest, head: str) -> dict[str, Any]:
     latest: dict[str, Review] = {}
-    for review in reviews:  # chronological: a later decisive review replaces an earlier one
-        if review.state in ("APPROVED", "CHANGES_REQUESTED"):
-            latest[review.user] = review
-    blocking = sorted(
-        user for user, review in latest.items() if review.state == "CHANGES_REQUESTED"
-    )
+    decisive = [review for review in reviews if review.state in ("APPROVED", "CHANGES_REQUESTED")]
+    # GitHub lists reviews oldest first; sorting makes "a later review replaces an earlier one"
+    # independent of that.
+    for review in sorted(decisive, key=lambda review: (review.submitted_at or "", review.id)):
+        latest[review.reviewer] = review
+    blocking = sorted(name for name, r in latest.items() if r.state == "CHANGES_REQUESTED")
     if blocking:
         return _gate("review_approved", False, "changes requested by " + ", ".join(blocking))
-    approvers = sorted(
-        user
-        for user, review in latest.items()
-        if review.state == "APPROVED" and review.commit_id == head and user != pull.author
-    )
-    if approvers:
-        return _gate("review_approved", True, "approved on the head by " + ", ".join(approvers))
-    stale = [u for u, r in latest.items() if r.state == "APPROVED" and r.commit_id != head]
-    if stale:
-        return _gate(
-            "review_approved",
-            False,
-            "approved on an earlier head only (" + ", ".join(sorted(stale)) + ")",
+    on_head = [
+        review
+        for review in latest.values()
+        if review.state == "APPROVED"
+        and review.commit_id == head
+        and (review.user is None or review.user != pull.author)
+    ]
+    counted = sorted(_who(r) for r in on_head if r.has_write_access)
+    if counted:
+        return _gate("review_approved", True, "approved on the head by " + ", ".join(counted))
+    problems = []
+    drive_by = sorted(_who(r) for r in on_head if not r.has_write_access)
+    if drive_by:
+        problems.append(
+            "approved on the head only by " + ", ".join(drive_by) + ", without write access "
+            "(an approval counts only from an OWNER, MEMBER or COLLABORATOR)"
         )
-    return _gate(
-        "review_approved", False, "no approval on the head from someone other than the author"
+    stale = sorted(
+        name
+        for name, review in latest.items()
+        if review.state == "APPROVED" and review.commit_id != head and review.has_write_access
     )
+    if stale:
+        problems.append("approved on an earlier head only (" + ", ".join(stale) + ")")
+    if not problems:
+        problems.append("no approval on the head from someone other than the author")
+    return _gate("review_approved", False, "; ".join(problems))
+
+
+def _who(review: Review) -> str:
+    return f"{review.reviewer} ({review.author_association})"
 
 
 def checks_gate(checks: list[Check], required: RequiredChecks) -> dict[str, Any]:
-    latest: dict[tuple[str, str], Check] = {}
+    latest: dict[tuple[str, int | None, int | None, str], Check] = {}
     for check in checks:
-        key = (check.kind, check.name)
-        if key not in latest or (check.at or "") >= (latest[key].at or ""):
-            latest[key] = check
+        seen = latest.get(check.key)
+        if seen is None or (check.at or "", check.id) >= (seen.at or "", seen.id):
+            latest[check.key] = check
     failing = sorted(
-        f"{check.name} ({check.state})"
-        for (kind, _), check in latest.items()
+        check.label
+        for check in latest.values()
         if not (
-            check.state == "success" or (kind == "check_run" and check.state in PASSING_CHECK_RUN)
+            check.state == "success"
+            or (check.kind == "check_run" and check.state in PASSING_CHECK_RUN)
         )
     )
-    present = {name for _, name in latest}
-    missing = sorted(set(required.contexts) - present)
+    missing = sorted(
+        {
+            need.label
+            for need in required.checks
+            if not any(need.met_by(check) for check in latest.values())
+        }
+    )
     problems = []
     if failing:
         problems.append("not green: " + ", ".join(failing))
@@ -282,6 +322,9 @@ def checks_gate(checks: list[Check], required: RequiredChecks) -> dict[str, Any]
     if problems:
         return _gate("checks_green", False, "; ".join(problems))
     why = f"{len(latest)} check(s) green" if latest else "no checks reported"
-    if not required.readable:
-        why += f" ({required.why}; only reported statuses and checks count)"
+    if required.unreadable:
+        why += f" ({' and '.join(required.unreadable)} cannot be read (403/404)"
+        if len(required.unreadable) == 2:
+            why += "; only reported statuses and checks count"
+        why += ")"
     return _gate("checks_green", True, why)
