@@ -65,6 +65,8 @@ class Exchange:
     status: int
     body: Any
     headers: dict[str, str]
+    request_body: Any = None
+    raw_path: str = ""  # as sent: a percent-encoded `/` stays inside its segment
 
 
 @dataclass
@@ -528,6 +530,8 @@ class FakeGitHub:
                 response.status_code,
                 body,
                 dict(response.headers),
+                json.loads(request.data) if request.data else None,
+                raw,
             )
         )
         return response
