@@ -40,17 +40,22 @@ def _cache_key() -> str:
     return f"github-openapi/{stat.st_size}-{int(stat.st_mtime)}"
 
 
+def missing_description(path: Path, *, required: bool) -> None:
+    """Skip, loudly; fail instead where the description must be there (CI)."""
+    message = (
+        f"GitHub's OpenAPI description is not installed ({path}): the fake GitHub is NOT "
+        "being validated against GitHub. Run `npm ci`."
+    )
+    if required:
+        pytest.fail(message + " (UNITMGR_REQUIRE_REAL_CLIS=1)")
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="session")
 def description(request: pytest.FixtureRequest) -> dict[str, Any]:
     """`{template: {method: {parameters, responses, body}}}` for the repository paths."""
     if not DESCRIPTION.exists():
-        message = (
-            f"GitHub's OpenAPI description is not installed ({DESCRIPTION.relative_to(ROOT)}): "
-            "the fake GitHub is NOT being validated against GitHub. Run `npm ci`."
-        )
-        if REQUIRED:
-            pytest.fail(message + " (UNITMGR_REQUIRE_REAL_CLIS=1)")
-        pytest.skip(message)
+        missing_description(DESCRIPTION, required=REQUIRED)
     key = _cache_key()
     cached = request.config.cache.get(key, None)
     if cached is not None:
@@ -197,7 +202,7 @@ def drive(github: Any) -> None:
     issues, capped = forge.labelled_issues("ready", "Sprint 9", 2)
     assert capped and len(issues) == 2
     all_issues, _ = forge.labelled_issues("ready", None, 30)
-    assert {i.number for i in all_issues} == set(candidates)
+    assert [i.number for i in all_issues] == candidates  # asked oldest first
     first = next(i for i in all_issues if i.number == candidates[0])
     assert {(d.repository, d.number) for d in forge.blocked_by(first)} == {
         (github.repository, done),
@@ -211,11 +216,13 @@ def drive(github: Any) -> None:
     assert forge.dependency("secret-org/private", 1).state == "unknown"
     assert forge.dependency(github.repository, 999).state == "unknown"
     pulls = forge.pulls_for_branch("feat/x")
-    assert {p.state for p in pulls} == {"open", "closed"}
+    assert [p.state for p in pulls] == ["closed", "open"]  # GitHub's default: newest first
     assert forge.pull(number).head_sha == head
     reviews = forge.reviews(number)
     assert [r.user for r in reviews] == ["alice", "drive-by", None]
     checks = forge.checks(head)
+    combined = next(e.body for e in github.exchanges if e.path.endswith("/status"))
+    assert combined["state"] == "failure"  # computed: ci/docs failed
     assert {(c.name, c.app) for c in checks if c.kind == "check_run"} == {
         ("build", "ci-bot"),
         ("build", "github-actions"),
@@ -364,3 +371,11 @@ def test_the_check_has_teeth(github: Any, description: dict[str, Any]) -> None:
     null_app = copy.deepcopy(runs)
     null_app["check_runs"][0]["app"] = None  # nullable: GitHub may send null
     assert problems(runs_schema, null_app) == []
+
+
+def test_a_missing_description_skips_loudly_or_fails_in_ci(tmp_path: Path) -> None:
+    absent = tmp_path / "api.github.com.deref.json"
+    with pytest.raises(pytest.skip.Exception, match="NOT being validated"):
+        missing_description(absent, required=False)
+    with pytest.raises(pytest.fail.Exception, match="UNITMGR_REQUIRE_REAL_CLIS=1"):
+        missing_description(absent, required=True)
