@@ -211,7 +211,7 @@ def test_a_blocker_in_another_repository_is_read_there(sandbox: Sandbox, github)
     native = github.add_issue("natively blocked by other-org/lib#2")
     github.blocked_by[native] = [("other-org/lib", 2)]
     text = github.add_issue("refers to it", body="Depends on other-org/lib#2 and #2")
-    hidden = github.add_issue("private", body="- [ ] secret-org/private#5")
+    hidden = github.add_issue("private", body="- [ ] secret-org/private#5\n- [ ] ../..#1")
     github.unreadable_repositories.add("secret-org/private")
     result = intake(sandbox)
     assert result.code == 0, result.stdout
@@ -227,12 +227,14 @@ def test_a_blocker_in_another_repository_is_read_there(sandbox: Sandbox, github)
     done_here = {"repository": "acme/widgets", "state": "closed", "state_reason": "completed"}
     assert depends_on(result, text) == [lib, {**lib, **done_here, "satisfied": True}]
     assert depends_on(result, hidden) == [
-        {**lib, "repository": "secret-org/private", "number": 5, "state": "unknown"}
+        {**lib, "repository": "secret-org/private", "number": 5, "state": "unknown"},
+        {**lib, "repository": "../..", "number": 1, "state": "unknown"},  # never requested
     ]
     assert native not in result["ready"] and text not in result["ready"]
     assert hidden not in result["ready"]
     # The native item is used as returned: other-org/lib#2 is read once (for the text
     # reference), never as this repository's #2 on behalf of the native list.
+    assert not any(".." in path for _, path in github.requests)
     reads = [path for method, path in github.requests if path.endswith("/issues/2")]
     assert reads == ["/repos/other-org/lib/issues/2", "/repos/acme/widgets/issues/2"]
 

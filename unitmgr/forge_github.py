@@ -259,6 +259,10 @@ class GitHubForge:
         )
 
     def dependency(self, repository: str, number: int) -> Dependency:
+        if any(part in (".", "..") for part in repository.split("/")):
+            # An issue body is anyone's text: `../..#2` names no repository, and must not
+            # become a request elsewhere on the API host.
+            return unknown_dependency(repository, number)
         try:
             raw = self._get(f"/repos/{repository}/issues/{number}")
         except GitHubRefused:  # not found, or a repository this token cannot read
