@@ -8,8 +8,10 @@ own retry and pacing off (`retry=None`, `seconds_between_requests=None`,
 primary rate limits, connection errors and timeouts are retried, waiting `Retry-After`, else
 until `X-RateLimit-Reset`, else exponentially from 1 s, until the next wait would end more than
 `UNITMGR_GITHUB_RETRY_SECONDS` (default 60) after the first attempt: then exit 75,
-`retryable: true`. A list is fetched whole inside one retry (PyGithub's lists are lazy, so the
-retry must wrap the iteration, not the call that returns it).
+`retryable: true`. A list is walked page by page (`Link` headers) inside one retry (PyGithub's
+lists are lazy, so the retry must wrap the iteration, not the call that returns it), and stops
+once it has what was asked for. Branch names are percent-encoded into paths; dependencies are read
+in their own repository.
 
 `import github` costs ~230 ms: it happens only when a command actually talks to GitHub.
 """
