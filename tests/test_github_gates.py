@@ -237,6 +237,8 @@ def test_a_blocker_in_another_repository_is_read_there(sandbox: Sandbox, github)
     assert not any(".." in path for _, path in github.requests)
     reads = [path for method, path in github.requests if path.endswith("/issues/2")]
     assert reads == ["/repos/other-org/lib/issues/2", "/repos/acme/widgets/issues/2"]
+    table = intake(sandbox, "--format", "table")
+    assert table.code == 0 and "other-org/lib#2" in table.stdout, table.stdout
 
 
 @pytest.mark.parametrize(
@@ -253,6 +255,9 @@ def test_a_dependency_closed_as_a_duplicate_is_not_done(
     assert depends_on(result, candidate)[0]["satisfied"] is satisfied
     assert depends_on(result, candidate)[0]["state_reason"] == reason
     assert (candidate in result["ready"]) is satisfied
+    if not satisfied:
+        table = intake(sandbox, "--format", "table").stdout
+        assert f"#{dependency} {reason}" in table, table
 
 
 def test_limit_stops_paging_once_it_has_enough(sandbox: Sandbox, github) -> None:

@@ -128,6 +128,13 @@ def status_unit(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _waiting_on(dependency: dict[str, Any], repository: str) -> str:
+    """`#3 open`, `#4 duplicate`, or `other/lib#2 open`: `#2` alone would be this repository's."""
+    named = dependency.get("repository", repository)
+    where = "" if named == repository else named
+    return f"{where}#{dependency['number']} {dependency.get('state_reason') or dependency['state']}"
+
+
 def intake(document: dict[str, Any]) -> str:
     capacity = document["capacity"]
     lines = [
@@ -142,7 +149,7 @@ def intake(document: dict[str, Any]) -> str:
     rows = []
     for candidate in document["candidates"]:
         waiting = [
-            f"#{d['number']} {d['state']}"
+            _waiting_on(d, document["repository"])
             for d in candidate["depends_on"]
             if not d.get("satisfied")
         ]
