@@ -44,6 +44,7 @@ from registry.processes import (
     run_streamed,
 )
 from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
+from registry.redact import redact
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_z, seconds_from_env
 from unitmgr import capacity, git, validation
@@ -395,7 +396,8 @@ def compare_for_resume(record: UnitRecord, request: Request) -> None:
     if request.task is not None:
         comparisons.append(("task", record.task, request.task))
     for name, recorded, requested in comparisons:
-        if recorded != requested:
+        # The record was written redacted (SPEC 8): compare what each side looks like there.
+        if _redacted(recorded) != _redacted(requested):
             raise StateError(
                 "cannot-resume",
                 f"unit {record.unit_id} cannot resume: {name} differs",
@@ -403,6 +405,14 @@ def compare_for_resume(record: UnitRecord, request: Request) -> None:
                 next_step="repeat create with the recorded options (see unit list's recovery "
                 "command)",
             )
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    return value
 
 
 # -- the command --------------------------------------------------------------------------------
