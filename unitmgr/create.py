@@ -127,15 +127,7 @@ def command_label(unit_id: str) -> str:
 
 
 def _read_task(task_file: str) -> str:
-    path = Path(task_file).expanduser()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError("task-file-missing", f"task file does not exist: {task_file}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(
-            "task-file-missing", f"cannot read task file {task_file}: {error}"
-        ) from None
+    text = validation.read_input_file(task_file, "--task-file", missing_code="task-file-missing")
     if not text.strip():
         raise UsageError("task-file-empty", f"task file is empty: {task_file}")
     return text.strip()
@@ -205,9 +197,18 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
             f"invalid branch name: {request.branch} — use the repository's convention (for "
             "example feat/<issue>-<slug>)",
         )
+    if not git.check_branch_name(request.base, cwd=workspace.toplevel):
+        raise UsageError(
+            "invalid-base",
+            f"invalid base branch name: {request.base!r} — git check-ref-format --branch "
+            "refuses it",
+            next_step="name the base branch exactly, e.g. --base main",
+        )
     target = _real_target(request.worktree)
     for row in git.list_worktrees(cwd=workspace.toplevel):
-        if is_inside(target, realpath(row.path)):
+        # An equal path is a conflict with that unit (exit 1, under the registry lock), not a
+        # malformed call.
+        if target != realpath(row.path) and is_inside(target, realpath(row.path)):
             raise UsageError(
                 "worktree-inside-worktree",
                 f"--worktree {request.worktree} is inside the worktree {row.path} — put unit "
@@ -311,6 +312,12 @@ def check_conflicts(workspace: Workspace, request: Request, records: list[UnitRe
             reason = f"same branch {request.branch}"
         elif realpath(other.worktree) == target:
             reason = f"same worktree {request.worktree}"
+        elif is_inside(target, realpath(other.worktree)) or is_inside(
+            realpath(other.worktree), target
+        ):
+            # Checked again here, under the registry lock: two creates racing with `/w/a` and
+            # `/w/a/b` both passed the lock-free check before either worktree existed.
+            reason = f"worktree {request.worktree} nests with {other.worktree}"
         elif request.issue is not None and other.issue == request.issue:
             reason = f"same issue #{request.issue}"
         elif not request.allow_overlap and other.paths and request.paths:

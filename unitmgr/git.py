@@ -90,6 +90,9 @@ def run_git(
         stop_child_group(process)
         process.communicate()
         raise GitTimeout(step, seconds) from None
+    except BaseException:
+        stop_child_group(process)  # interrupted (SPEC 3.0): git never outlives its command
+        raise
     result = GitResult(
         process.returncode,
         stdout.decode("utf-8", "surrogateescape"),
