@@ -23,6 +23,9 @@ RACERS = 32
 MAX_ACTIVE = 4
 
 
+SAMPLES: list[dict[str, object]] = []  # the first few unexpected refusals, for the report
+
+
 def one_round() -> tuple[int, collections.Counter[str]]:
     root = scratch()
     try:
@@ -49,6 +52,8 @@ def one_round() -> tuple[int, collections.Counter[str]]:
                 admitted += 1
             else:
                 losers[str(document.get("code"))] += 1
+                if document.get("code") != "admission-paused" and len(SAMPLES) < 3:
+                    SAMPLES.append(document)
         for index in range(RACERS):  # let the admitted units' first turns end before cleanup
             subprocess.run(
                 ["pair", "wait", "--repo", str(root / f"r{index}"), "--timeout-min", "1"],
@@ -92,3 +97,5 @@ def report(rounds: int = 30) -> str:
 
 if __name__ == "__main__":
     print(report(int(sys.argv[1]) if len(sys.argv) > 1 else 30))
+    for sample in SAMPLES:
+        print(json.dumps(sample)[:4000])

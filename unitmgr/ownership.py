@@ -182,14 +182,14 @@ class Ownership:
         cwd = self.workspace.toplevel
         if branch == record.base:
             raise self._untrusted("branch", branch, "it is the recorded base")
-        for other in self.others:
-            if branch in (other.branch, other.base):
-                raise self._untrusted("branch", branch, f"unit {other.unit_id} records it")
         default = git.origin_default_branch(cwd=cwd)
         if default is not None and branch == default:
             raise self._untrusted("branch", branch, "it is origin's default branch")
         if branch in PROTECTED_NAMES and not git.branch_was_created(branch, cwd=cwd):
             raise self._untrusted("branch", branch, f"{branch} was not created by a unit")
+        for other in self.others:
+            if branch in (other.branch, other.base):
+                raise self._untrusted("branch", branch, f"unit {other.unit_id} records it")
         own = realpath(own_worktree) if own_worktree else None
         for row in self.rows:
             if row.branch == branch and realpath(row.path) != own:
