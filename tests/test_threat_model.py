@@ -217,3 +217,32 @@ def test_an_ssh_url_reaches_the_executor_unchanged_and_a_crashed_create_resumes(
     assert resumed.code == 0 and resumed["status"] == "resumed", resumed.stdout
     prompt = Path(sandbox.wait_turn("u1")["prompt_file"]).read_text()
     assert f"Mirror {url} (also known as {scp})." in prompt
+
+
+def test_remote_deletion_is_leased_and_recover_with_names_both_branches(sandbox: Sandbox) -> None:
+    from tests.test_create import PUSHING_MODEL
+
+    assert sandbox.create("u1", model=PUSHING_MODEL).code == 0
+    sandbox.wait_turn("u1")
+    pushed = git(sandbox.repo, "ls-remote", "origin", "refs/heads/feat/u1").split()[0]
+    args = ["dismantle", "--unit", "u1", "--force", "u1"]
+    crash = {"UNITMGR_TEST_HOOKS": "1", "UNITMGR_TEST_CRASH_AFTER": "dismantle:worktree:done"}
+    assert sandbox.unit(*args, env={**os.environ, **crash}).code == -9
+    abandoned = sandbox.record("u1")["abandoned"]
+    assert abandoned["remote_head"] == pushed
+    assert abandoned["recover_with"] == [
+        f"git branch feat/u1 {abandoned['head']}",
+        f"git push origin {pushed}:refs/heads/feat/u1",
+    ]
+    # Someone pushes to the branch after the dismantle recorded what it abandons.
+    other = sandbox.root / "other-clone"
+    git(sandbox.root, "clone", "-q", "-b", "feat/u1", str(sandbox.origin), str(other))
+    git(other, "commit", "-q", "--allow-empty", "-m", "pushed after the decision")
+    git(other, "push", "-q", "origin", "HEAD:feat/u1")
+    moved = git(other, "rev-parse", "HEAD")
+    resumed = sandbox.unit(*args)
+    assert resumed.code == 0, resumed.stdout
+    (remote,) = [entry for entry in resumed["done"] if entry["step"] == "remote-branch"]
+    assert remote["detail"]["skipped"] == f"remote moved from {pushed} to {moved}"
+    assert git(sandbox.repo, "ls-remote", "origin", "refs/heads/feat/u1").split()[0] == moved
+    assert resumed["abandoned"]["recover_with"] == [f"git branch feat/u1 {abandoned['head']}"]
