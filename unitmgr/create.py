@@ -661,7 +661,9 @@ class Builder:
                 f"not {record.branch}",
             )
         if row is not None and row.locked is not None and "initializing" in row.locked:
-            # `git worktree add` was killed half-way; its half-made worktree is ours to redo.
+            # `git worktree add` was killed half-way; its half-made worktree is ours to redo,
+            # once git proves it is (SPEC 2.5).
+            Ownership(self.workspace, record, others_of(self.workspace, record)).worktree()
             git.remove_worktree(row.path, force=True, cwd=cwd)
             row = None
         if row is None:
