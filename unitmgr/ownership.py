@@ -155,7 +155,7 @@ class Ownership:
             if recorded and os.path.lexists(recorded):
                 raise self._untrusted("pair.state_dir", recorded, "no proven worktree owns it")
             return None
-        if recorded and os.path.normpath(recorded) != os.path.normpath(proven.pair_state_dir):
+        if recorded and realpath(recorded) != realpath(proven.pair_state_dir):
             raise self._untrusted(
                 "pair.state_dir",
                 recorded,
