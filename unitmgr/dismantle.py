@@ -6,6 +6,11 @@ first records what it abandons. Steps, each journaled in the record's `cleanup`:
 `reap`, `archive`, `worktree`, `local-branch`, `remote-branch`, `manifest`, `record` (deleted
 last). A failure leaves `dismantle-failed`; the same command resumes.
 
+Every destructive step first asks `unitmgr.ownership` what git proves (SPEC 2.5): a target the
+record names but git does not confirm is left untouched and the step fails `record-untrusted`,
+with or without `--force`. The remote branch is deleted only under a lease (SPEC 3.9); when
+origin moved since, the step is skipped and the branch stays.
+
 An unreadable (or too new) record is never rewritten: `--force` then works from what can be
 salvaged from it, touches a worktree or branch only when git confirms they belong together, and
 deletes the record file last.
