@@ -161,3 +161,18 @@ def test_a_record_written_by_a_hostile_executor_keeps_unknown_keys(sandbox: Sand
     assert sandbox.unit("addendum", "--unit", "u1", "--text", "more", "--queue").code == 0
     assert json.loads(path.read_text())["future_field"] == {"kept": True}
     assert git(sandbox.repo, "rev-parse", "--verify", "refs/heads/feat/u1")
+
+
+def test_a_resume_compares_redacted_with_redacted(sandbox: Sandbox) -> None:
+    """The record holds the task redacted (SPEC 8): a resume given the same task file, secret
+    and all, must see no difference."""
+    secret = "https://x-access-token:" + "s3cr3t-value-123@github.com/o/r.git"
+    sandbox.task.write_text(f"Push to {secret} when done.\n")
+    args = sandbox.create_args("u1", model="cat > /dev/null", setup=f"echo {secret} >&2")
+    crash = {"UNITMGR_TEST_HOOKS": "1", "UNITMGR_TEST_CRASH_AFTER": "create:setup:done"}
+    assert sandbox.unit(*args, env={**os.environ, **crash}).code == -9
+    record = sandbox.record("u1")
+    assert "s3cr3t" not in json.dumps(record) and "https://***@github.com/o/r.git" in record["task"]
+    resumed = sandbox.unit(*args)
+    assert resumed.code == 0 and resumed["status"] == "resumed", resumed.stdout
+    assert "s3cr3t" not in resumed.stdout + resumed.stderr
