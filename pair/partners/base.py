@@ -47,11 +47,12 @@ class TurnOutput:
 
 @dataclass(frozen=True)
 class TurnOutcome:
-    status: str  # replied | empty-reply | failed | hang-killed
+    status: str  # replied | empty-reply | failed | rate-limited | hang-killed
     reply: str | None = None
-    reason: str | None = None
+    reason: str | None = None  # for a failure: the partner's own final error, quoted first
     sid: str | None = None  # the session id the stream names (read at bootstrap)
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the model a CLI reports
+    retry_after_seconds: float | None = None  # a rate limit's wait, when the stream names one
 
 
 EMPTY_REPLY = (
