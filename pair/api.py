@@ -174,7 +174,9 @@ def init(
                 f"{existing.sid}) — end it first to pair with identity {requested_identity}",
             )
         return {"ok": True, "status": "resumed", **session_view(paths, existing)}
-    adapter.validate_staffing(model=model, effort=effort, identity=requested_identity)
+    adapter.validate_staffing(
+        model=model, effort=effort, identity=requested_identity, writable=role == "executor"
+    )
     home = identity_home(partner, requested_identity)
     refuse_same_cli(lead=lead_name, partner=partner, partner_home=home)
     _refuse_existing_marker(paths, root)
@@ -243,11 +245,12 @@ def _refuse_existing_marker(paths: PairPaths, root: Path) -> None:
 def _binary_and_model(
     adapter: Partner, model: str | None, effort: str | None, home: str | None
 ) -> tuple[str, str | None, Resolution]:
-    """The partner's binary (verified for Codex, with its version) and the model resolution."""
+    """The partner's binary, its version (preflight: its help names every flag the adapter
+    passes) and the model resolution."""
     from pair.models import resolve
 
     binary = adapter.binary()
-    version = _verify_codex(binary) if adapter.name == "codex" else None
+    version = adapter.verify_cli(binary)
     resolution = resolve(
         partner=adapter.name,
         model=model,
@@ -259,32 +262,6 @@ def _binary_and_model(
     return binary, version, resolution
 
 
-def _verify_codex(binary: str) -> str:
-    """The Codex binary must answer `--version` (its output is recorded)."""
-    failure = None
-    try:
-        completed = subprocess.run(
-            [binary, "--version"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-        version = completed.stdout.strip()
-        if completed.returncode != 0 or not version:
-            failure = completed.stderr.strip() or f"exit {completed.returncode}"
-    except (OSError, subprocess.SubprocessError) as error:
-        failure, version = str(error), ""
-    if failure is not None:
-        raise UsageError(
-            "partner-not-installed",
-            f"the Codex binary could not be verified — set UNITMGR_CODEX_BIN to an installed "
-            f"codex: cannot run {binary} --version ({failure})",
-        )
-    return version
-
-
 def resolve_model(
     *, partner: str, model: str, effort: str | None = None, identity: str | None = None
 ) -> dict[str, Any]:
@@ -294,7 +271,9 @@ def resolve_model(
 
     adapter = adapter_for(partner)
     requested_identity = identity or "default"
-    adapter.validate_staffing(model=model, effort=effort, identity=requested_identity)
+    adapter.validate_staffing(
+        model=model, effort=effort, identity=requested_identity, writable=False
+    )
     home = identity_home(partner, requested_identity)
     binary, _, resolution = _binary_and_model(adapter, model, effort, home)
     document: dict[str, Any] = {
@@ -349,6 +328,7 @@ def send(
     lead_name = resolve_lead(lead) if lead is not None else None
     root, paths = _paths(repo)
     session = _require_session(paths)
+    version = _recheck_partner_cli(session)
     lease = write if write is not None else session.role == "executor"
     default_idle, default_total = default_budgets(kind, lease)
     idle = idle or default_idle
@@ -377,6 +357,7 @@ def send(
     # number the partner may have seen.
     session.seq = seq
     session.latest_kind = kind
+    session.partner_bin_version = version
     save_session(paths, session)
     header_lead = lead_name or detect_lead() or session.lead
     prompt = f"[agent {header_lead} -> {session.partner} kind={kind} sid={session.sid}]\n\n"
@@ -387,6 +368,15 @@ def send(
     if background:
         return running
     return wait(root, seq=seq, timeout_min=(total * 60 + SYNC_SEND_SLACK_SECONDS) / 60)
+
+
+def _recheck_partner_cli(session: Session) -> str | None:
+    """Preflight again when the recorded binary's version moved (cached: free when unchanged)."""
+    from pair.partners import adapter_for
+
+    if not session.partner_bin:
+        return session.partner_bin_version
+    return adapter_for(session.partner).verify_cli(session.partner_bin)
 
 
 def _start_supervisor(

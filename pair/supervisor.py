@@ -83,16 +83,15 @@ def build_receipt(
 
 
 def resume_model(session: Session) -> str | None:
-    """The model flag of a resumed turn: the script's command line, or Claude's pinned model.
+    """The model of a resumed turn: the script's command line, else the session's resolved model.
 
     Claude gets the model its bootstrap reported on every turn, so a moving alias never changes
-    a live session; the other CLIs take their model only when the session is created.
+    a live session; codex needs it on every resume (SPEC 4.1); whether a CLI's resume passes it
+    at all is its adapter's choice (opencode, cursor and grok keep the session's).
     """
     if session.partner == "script":
         return session.model
-    if session.partner == "claude":
-        return session.model_resolved
-    return None
+    return session.model_resolved
 
 
 def read_rate_limits(

@@ -42,7 +42,12 @@ class ScriptPartner(Partner):
     def binary(self) -> str:
         return "sh"  # never a binary named `script`: the user's command line runs in sh
 
-    def validate_staffing(self, *, model: str | None, effort: str | None, identity: str) -> None:
+    def verify_cli(self, binary: str) -> str | None:
+        return None  # the user's own command line: no CLI whose flags an adapter relies on
+
+    def validate_staffing(
+        self, *, model: str | None, effort: str | None, identity: str, writable: bool = True
+    ) -> None:
         if not model or not model.strip():
             raise UsageError("script-needs-model", NEEDS_MODEL)
         if effort:

@@ -5,6 +5,13 @@ and `agent-run`, each `main(<name>)`. Every run appends what it saw to `$FAKE_LO
 the prompt, lead markers present, CODEX_HOME). `$FAKE_SCENARIO` picks the behaviour:
 ok (default), empty, fail, is-error, cancelled, turn-failed, hang, rate-limited, no-session,
 heavy, fail-after-reply-file (codex: writes its `-o` reply file, then exits 3).
+
+`replay:<file>` prints a recorded real transcript (`tests/fixtures/real/<file>`) and exits with
+the code the real CLI exited with (its `index.json`).
+
+`--version` and `--help` answer as the real CLIs do: claude, codex and opencode print the help
+texts recorded from the real binaries (`tests/fixtures/real/help/`), cursor-agent and grok a help
+naming the flags their adapters pass. `$FAKE_HELP=bare` prints a help that names no flag.
 """
 
 from __future__ import annotations
@@ -30,6 +37,50 @@ LEAD_MARKERS = (
     "GROK_SESSION_ID",
     "GROK_AGENT",
 )
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "real"
+VERSIONS = {
+    "claude": "2.1.197 (Claude Code)",
+    "codex": "codex-cli 0.171.0",
+    "opencode": "1.18.33",
+    "cursor-agent": "2026.11.20-fake",
+    "grok": "grok 1.0.5-fake",
+}
+HELP_FILES = {
+    ("claude",): "claude.txt",
+    ("codex", "exec"): "codex-exec.txt",
+    ("codex", "exec", "resume"): "codex-exec-resume.txt",
+    ("opencode", "run"): "opencode-run.txt",
+}
+SYNTHETIC_HELP = {
+    "cursor-agent": "-p, --print  --trust  --output-format <f>  --resume <id>  --model <m>  "
+    "--force  --mode <plan>  --list-models",
+    "grok": "--prompt-file <f>  --output-format <f>  --session-id <id>  --resume <id>  "
+    "--permission-mode <m>  --always-approve  -m, --model <m>  --reasoning-effort <e>",
+}
+
+
+def version_or_help(name: str, argv: list[str]) -> bool:
+    """Answer `--version` / `[subcommand...] --help` like the real CLI; True when answered."""
+    probes = os.environ.get("FAKE_PROBE_LOG")
+    if probes and (argv == ["--version"] or "--help" in argv):
+        with open(probes, "a") as handle:
+            handle.write(json.dumps({"name": name, "argv": argv}) + "\n")
+    if argv == ["--version"]:
+        print(VERSIONS[name])
+        return True
+    if "--help" not in argv:
+        return False
+    if os.environ.get("FAKE_HELP") == "bare":
+        print(f"Usage: {name} [options]\n\nOptions:\n  -h, --help  show help")
+        return True
+    words = (name, *[word for word in argv if word != "--help"])
+    if words in HELP_FILES:
+        print((FIXTURES / "help" / HELP_FILES[words]).read_text(), end="")
+    else:
+        print(SYNTHETIC_HELP.get(name, "-h, --help"))
+    return True
+
 
 CODEX_CATALOG = [
     {"model": "gpt-5.5-sol", "supportedReasoningEfforts": [{"reasoningEffort": "high"}]},
@@ -156,7 +207,8 @@ def claude(argv: list[str], scenario: str) -> int:
         "type": "result",
         "subtype": "success",
         "is_error": scenario == "is-error",
-        "result": text,
+        "api_error_status": 500 if scenario == "is-error" else None,
+        "result": "API Error: 500 Internal server error" if scenario == "is-error" else text,
     }
     if sid:
         result["session_id"] = sid
@@ -201,9 +253,6 @@ def codex_app_server() -> int:
 
 
 def codex(argv: list[str], scenario: str) -> int:
-    if argv[:1] == ["--version"]:
-        print("codex-cli 0.171.0")
-        return 0
     if argv[:1] == ["app-server"]:
         return codex_app_server()
     prompt = sys.stdin.read()
@@ -268,7 +317,7 @@ def cursor(argv: list[str], scenario: str) -> int:
             "type": "result",
             "subtype": "success",
             "is_error": scenario == "is-error",
-            "result": text,
+            "result": "model unavailable (scripted)" if scenario == "is-error" else text,
             "session_id": sid,
         }
     )
@@ -332,6 +381,16 @@ def agent_run(argv: list[str]) -> int:
     return subprocess.run(command, check=False).returncode
 
 
+def replay(name: str, argv: list[str], fixture: str) -> int:
+    """Print a real CLI's recorded stdout and exit as it did."""
+    prompt = argv[-1] if name == "opencode" else sys.stdin.read()
+    log(name, argv, prompt)
+    index = json.loads((FIXTURES / "index.json").read_text())
+    sys.stdout.write((FIXTURES / fixture).read_text())
+    sys.stdout.flush()
+    return int(index[fixture]["exit_code"])
+
+
 def main(name: str) -> None:
     argv = sys.argv[1:]
     scenario = os.environ.get("FAKE_SCENARIO", "ok")
@@ -344,4 +403,8 @@ def main(name: str) -> None:
     }
     if name == "agent-run":
         sys.exit(agent_run(argv))
+    if version_or_help(name, argv):
+        sys.exit(0)
+    if scenario.startswith("replay:") and argv[:1] not in (["app-server"], ["models"]):
+        sys.exit(replay(name, argv, scenario.split(":", 1)[1]))
     sys.exit(handlers[name](argv, scenario))
