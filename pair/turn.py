@@ -194,7 +194,7 @@ def run_turn(
     )
     try:
         try:
-            process = _spawn(command, request.worktree, environment)
+            process = _spawn(command, request.worktree, {**environment, **command.environment})
         except OSError as error:
             reason = redact(f"cannot run {command.argv[0]}: {error.strerror or error}")
             _write_all(transcript_fd, (reason + "\n").encode())

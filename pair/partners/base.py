@@ -38,6 +38,8 @@ class TurnCommand:
     argv: list[str]
     stdin_file: Path | None  # the prompt on stdin; None means /dev/null
     recorded: list[str]  # the command as the receipt shows it (never the prompt itself)
+    # Variables this turn's partner needs on top of the partner environment (never secrets).
+    environment: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ resuming with Y" (codex-cli 0.171). The session id is the first `thread.started`
 `thread_id`; the reply is the `-o` file, else the last completed `agent_message`. A `turn.failed`
 event is a failure even on exit 0; its message (else, on a non-zero exit, the last top-level
 `error` event's) is the reason. `item.completed` items of type `error` are warnings (unknown
-model metadata, the resume model notice), never failures.
+model metadata, the resume model notice), never failures. Every turn passes
+`--disable shell_snapshot`: codex would otherwise write the partner's environment, tokens
+included, under `$CODEX_HOME/shell_snapshots/`.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ class CodexPartner(Partner):
             argv += ["-m", request.model]
         if request.effort:
             argv += ["-c", f'model_reasoning_effort="{request.effort}"']
+        # codex 0.171 otherwise snapshots the shell environment — GH_TOKEN included — into
+        # $CODEX_HOME/shell_snapshots/ (found by the real tier's planted-token check).
+        argv += ["--disable", "shell_snapshot"]
         argv += ["--json", "-o", str(request.reply_file), "-"]
         return TurnCommand(argv=argv, stdin_file=request.prompt_file, recorded=argv)
 

@@ -6,10 +6,15 @@ joins the `text` parts; the session id is the first `sessionID` in the stream. T
 `--session` (opencode 1.18.33, proved by the real tier). A failed run prints an
 `{"type": "error", "error": {"name", "data": {"message", "statusCode", "responseHeaders"}}}`
 event (after its own retries) and exits 1: that message is the reason.
+
+`--agent plan` alone does not make a turn read-only: under `opencode run` the plan agent still
+ran a shell command that wrote a file (1.18.33, proved by the real tier), so a read-only turn also
+sets `OPENCODE_PERMISSION` to deny `edit`, `bash` and `webfetch`, which removes those tools.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pair.partners.base import (
@@ -66,6 +71,9 @@ def _final_error(events: list[dict[str, Any]]) -> tuple[str, bool, float | None]
     return None
 
 
+READ_ONLY_PERMISSION = json.dumps({"edit": "deny", "bash": "deny", "webfetch": "deny"})
+
+
 class OpenCodePartner(Partner):
     name = "opencode"
     binary_name = "opencode"
@@ -86,7 +94,10 @@ class OpenCodePartner(Partner):
             argv += ["--variant", request.effort]
         argv += ["--auto"] if request.write else ["--agent", "plan"]
         prompt = request.prompt_file.read_text(encoding="utf-8")
-        return TurnCommand(argv=[*argv, prompt], stdin_file=None, recorded=argv)
+        environment = {} if request.write else {"OPENCODE_PERMISSION": READ_ONLY_PERMISSION}
+        return TurnCommand(
+            argv=[*argv, prompt], stdin_file=None, recorded=argv, environment=environment
+        )
 
     def interpret(self, request: TurnRequest, output: TurnOutput) -> TurnOutcome:
         events = list(json_objects(output.stdout))
