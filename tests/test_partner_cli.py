@@ -121,6 +121,57 @@ def test_flags_are_read_from_the_adapters_own_command_lines() -> None:
     assert {"--resume", "--model", "--effort", "--permission-mode", "--no-chrome"} <= set(claude)
 
 
+def test_every_turn_carries_the_sessions_model_and_effort(
+    sandbox: Sandbox, fake_partners: FakePartners, tmp_path: Path
+) -> None:
+    body = tmp_path / "body.md"
+    body.write_text("go on\n")
+    for partner, model, effort in (
+        ("codex", "gpt-6-astra", "high"),
+        ("claude", "claude-sonnet-4-6", "low"),
+        ("opencode", "anthropic/claude-sonnet-4-6", "low"),
+    ):
+        created = sandbox.pair(
+            "init", "--partner", partner, "--lead", "human", "--model", model, "--effort", effort
+        )
+        assert created.code == 0, created.stdout
+        sent = sandbox.pair("send", "--kind", "question", "--body-file", str(body))
+        assert sent["status"] == "replied", sent.stdout
+        assert sandbox.pair("end").code == 0
+        bootstrap, resumed = fake_partners.calls(partner)
+        if partner == "codex":
+            # codex-cli 0.171 `exec resume` otherwise runs config.toml's model, else its default
+            assert ["-m", model] == resumed["argv"][5:7]
+            assert f'model_reasoning_effort="{effort}"' in resumed["argv"]
+            assert "--disable" in resumed["argv"] and "shell_snapshot" in resumed["argv"]
+        elif partner == "claude":
+            assert "--model" in resumed["argv"] and "--effort" in resumed["argv"]
+            assert resumed["argv"][resumed["argv"].index("--effort") + 1] == effort
+        else:  # opencode keeps its session's model; the effort (variant) goes every turn
+            assert "-m" in bootstrap["argv"] and "-m" not in resumed["argv"]
+            assert resumed["argv"][resumed["argv"].index("--variant") + 1] == effort
+
+
+def test_an_opencode_read_only_turn_denies_the_writing_tools(
+    sandbox: Sandbox, fake_partners: FakePartners, tmp_path: Path
+) -> None:
+    # opencode 1.18.33's plan agent still ran a shell command that wrote a file (tests/real).
+    body = tmp_path / "body.md"
+    body.write_text("go on\n")
+    assert sandbox.pair("init", "--partner", "opencode", "--lead", "human").code == 0
+    for lease in ("--read-only", "--write"):
+        sent = sandbox.pair("send", "--kind", "task", "--body-file", str(body), lease)
+        assert sent["status"] == "replied", sent.stdout
+    bootstrap, read_only, writable = fake_partners.calls("opencode")
+    for turn in (bootstrap, read_only):
+        assert json.loads(turn["opencode_permission"]) == {
+            "edit": "deny",
+            "bash": "deny",
+            "webfetch": "deny",
+        }
+    assert writable["opencode_permission"] is None
+
+
 # -- root ------------------------------------------------------------------------------------
 
 

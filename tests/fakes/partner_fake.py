@@ -133,6 +133,7 @@ def log(name: str, argv: list[str], prompt: str) -> None:
         "markers": [m for m in LEAD_MARKERS if m in os.environ],
         "codex_home": os.environ.get("CODEX_HOME"),
         "gh_token": bool(os.environ.get("GH_TOKEN")),
+        "opencode_permission": os.environ.get("OPENCODE_PERMISSION"),
     }
     with open(path, "a") as handle:
         handle.write(json.dumps(entry) + "\n")
@@ -260,6 +261,17 @@ def codex(argv: list[str], scenario: str) -> int:
     resumed = argv[2] if argv[1:2] == ["resume"] else None
     if scenario != "no-session":
         emit({"type": "thread.started", "thread_id": resumed or "codex-thread-1"})
+    if resumed and "-m" not in argv:
+        # What codex-cli 0.171 prints when a resume names no model (it runs the CLI default).
+        recorded = os.environ.get("FAKE_CODEX_RECORDED_MODEL", "gpt-6-luna")
+        notice = (
+            f"This session was recorded with model `{recorded}` but is resuming with "
+            f"`gpt-6.2-sol`. Consider switching back to `{recorded}` as it may affect Codex "
+            "performance."
+        )
+        emit(
+            {"type": "item.completed", "item": {"id": "item_0", "type": "error", "message": notice}}
+        )
     emit({"type": "turn.started"})
     if scenario == "hang":
         hang_forever(
