@@ -28,12 +28,24 @@ BINARIES = {"claude": "claude", "codex": "codex", "opencode": "opencode"}
 DEAD_PROXY = "http://127.0.0.1:9"  # the discard port: nothing listens, connections are refused
 
 # What each partner runs on in the tier, and the effort every turn must carry.
+# The request `pair init` gets, what it resolves to, and the model every request must name.
 MODELS = {
-    "claude": "claude-sonnet-4-6",
-    "codex": "gpt-6-luna",  # not the CLI default (gpt-6.2-sol): a resume without -m shows
+    "claude": "sonnet",  # an alias: the bootstrap's system/init reports the model it runs
+    "codex": "latest:luna",  # resolved from codex's own catalog (app-server model/list)
     "opencode": "anthropic/claude-sonnet-4-6",
 }
-WIRE_MODEL = {"claude": "claude-sonnet-4-6", "codex": "gpt-6-luna", "opencode": "claude-sonnet-4-6"}
+RESOLVED = {
+    "claude": "claude-sonnet-5",
+    "codex": "gpt-6-luna",  # not the CLI default (gpt-6.2-sol), so a resume without -m shows
+    "opencode": "anthropic/claude-sonnet-4-6",
+}
+WIRE_MODEL = {"claude": "claude-sonnet-5", "codex": "gpt-6-luna", "opencode": "claude-sonnet-4-6"}
+# Each CLI's only endpoint (SPEC 4.2: nothing else is called, not even at start-up).
+WIRE_PATH = {
+    "claude": "/v1/messages?beta=true",
+    "codex": "/v1/responses",
+    "opencode": "/v1/messages",
+}
 EFFORT = "low"
 
 

@@ -18,7 +18,15 @@ import pytest
 
 from tests.conftest import Result, Sandbox, run_cli, wait_until
 from tests.fakes.model_server import RATE_LIMIT_MESSAGE, ModelServer
-from tests.real.conftest import EFFORT, MODELS, WIRE_MODEL, running, wire_effort
+from tests.real.conftest import (
+    EFFORT,
+    MODELS,
+    RESOLVED,
+    WIRE_MODEL,
+    WIRE_PATH,
+    running,
+    wire_effort,
+)
 
 pytestmark = pytest.mark.real
 
@@ -84,7 +92,7 @@ def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, part
     assert created.code == 0, created.stdout + created.stderr
     assert created["status"] == "created" and created["sid"]
     assert created["partner_bin_version"] == VERSIONS[partner]
-    assert created["model_resolved"] == MODELS[partner]
+    assert created["model_resolved"] == RESOLVED[partner]
 
     # A writable task: the real CLI runs the scripted shell command, which writes the file.
     wrote = send(sandbox, "MOCK:write PARTNER.md")  # an executor's turn is writable
@@ -122,11 +130,13 @@ def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, part
     status = sandbox.pair("status")
     assert status["seq"] == 4 and status["session_known"] is True
     assert status["in_flight"] is None
-    assert status["model_resolved"] == MODELS[partner]
+    assert status["model_resolved"] == RESOLVED[partner]
     # Every request the session made — the bootstrap, the first turn and every resume — ran on
     # the requested model and effort (codex resumes used to fall back to the CLI default).
     assert len(model_turns(real_clis)) >= 5
     assert_model_and_effort_on_every_call(real_clis, partner)
+    assert {call.path for call in real_clis.turns()} == {WIRE_PATH[partner]}
+    assert real_clis.other == [], "the CLI called an endpoint besides its one API"
 
     if not cancel_available(sandbox):
         pytest.skip("pair cancel is not in this build yet (issue 10, the pair mechanics half)")
@@ -153,7 +163,7 @@ def test_a_unit_end_to_end_restaffed_from_claude_to_codex(
 ) -> None:
     sandbox.task.write_text("Add a greeting file. MOCK:write GREETING.md\n")
     created = sandbox.unit(
-        *sandbox.create_args("u1", partner="claude", model=MODELS["claude"], effort=EFFORT),
+        *sandbox.create_args("u1", partner="claude", model=RESOLVED["claude"], effort=EFFORT),
         timeout=180,
     )
     assert created.code == 0, created.stdout + created.stderr
@@ -178,7 +188,7 @@ def test_a_unit_end_to_end_restaffed_from_claude_to_codex(
         "--reason",
         "another CLI",
         "--model",
-        MODELS["codex"],
+        RESOLVED["codex"],
         "--effort",
         EFFORT,
         timeout=180,
