@@ -57,14 +57,22 @@ def _remember(key: str, entry: dict[str, Any]) -> None:
         pass  # an unwritable cache only costs the next call a --help
 
 
-def _run(argv: list[str]) -> tuple[int | None, str, str]:
+def run_probe(
+    argv: list[str],
+    *,
+    environment: dict[str, str] | None = None,
+    timeout: float = PROBE_TIMEOUT_SECONDS,
+) -> tuple[int | None, str, str]:
+    """(exit code, stdout, stderr) of a short read-only CLI call in its own session; the exit
+    code is None (and stderr says why) when it could not run or timed out."""
     try:
         completed = subprocess.run(
             argv,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
-            timeout=PROBE_TIMEOUT_SECONDS,
+            timeout=timeout,
+            env=environment,
             start_new_session=True,
             check=False,
         )
@@ -93,7 +101,7 @@ def verify(adapter: Partner, binary: str) -> str:
         verified = set(cached.get("verified_flags") or [])
         if all(set(flags) <= verified for flags in needed.values()):
             return str(cached["version"])
-    code, out, err = _run([binary, "--version"])
+    code, out, err = run_probe([binary, "--version"])
     version = out.strip().splitlines()[0].strip() if out.strip() else ""
     if code != 0 or not version:
         raise UsageError(
@@ -105,7 +113,7 @@ def verify(adapter: Partner, binary: str) -> str:
     missing: list[str] = []
     verified_flags: set[str] = set()
     for help_argv, flags in needed.items():
-        code, out, err = _run([binary, *help_argv])
+        code, out, err = run_probe([binary, *help_argv])
         text = out + "\n" + err
         for flag in flags:
             if names_flag(text, flag):
