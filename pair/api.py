@@ -584,7 +584,8 @@ def wait(
             return _unfinished(
                 "wait-timeout", root, target, kind, f"no receipt appeared within {minutes:g}m"
             )
-        time.sleep(WAIT_POLL_SECONDS)
+        # Closely at first: a short turn's receipt is usually there within a second.
+        time.sleep(WAIT_POLL_SECONDS if now - started > 1.0 else WAIT_POLL_SECONDS / 5)
 
 
 def _unfinished(status: str, root: Path, seq: int, kind: str | None, reason: str) -> dict[str, Any]:

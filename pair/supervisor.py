@@ -16,16 +16,13 @@ It imports neither GitPython nor PyGithub.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import signal
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
-from pair import codex_rpc
 from pair import git as pair_git
 from pair.environment import partner_environment
 from pair.partners import adapter_for
@@ -170,6 +167,8 @@ def read_rate_limits(
     partner or its app-server says, this never stops the receipt from being written: a value it
     cannot read becomes `{error}`.
     """
+    from pair import codex_rpc  # only codex and claude turns need it: off the start-up path
+
     try:
         if session.partner == "codex" and session.partner_bin:
             refused = (session.rate_limits_refused or {}).get(session.identity)
@@ -243,7 +242,7 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
         try:
             receipt = run_and_account(paths, session, owned, token, me.pid, started_at)
         except Exception as error:  # the receipt must exist whatever happened
-            traceback.print_exc()
+            _print_traceback()
             # Plain values only: building the full receipt (or writing the reply) is what broke.
             receipt = minimal_receipt(
                 paths,
@@ -325,7 +324,7 @@ def run_and_account(
             stop_requested=stop_requested,
         )
     except Exception as error:
-        traceback.print_exc()
+        _print_traceback()
         result = TurnResult(
             outcome=TurnOutcome(status="failed", reason=f"supervisor error: {error}"),
             exit_code=None,
@@ -344,7 +343,8 @@ def run_and_account(
         text = request.reply_file.read_text(encoding="utf-8", errors="replace")
         write_text_atomic(request.reply_file, text)
     rate_limits = read_rate_limits(paths, session, result, environment)
-    leftovers += sweep_descendants()  # anything the app-server left behind
+    if session.partner == "codex":
+        leftovers += sweep_descendants()  # anything the app-server left behind
     return build_receipt(
         paths=paths,
         session=session,
@@ -359,13 +359,23 @@ def run_and_account(
     )
 
 
+def _print_traceback() -> None:
+    import traceback  # only on a failure: off the start-up path
+
+    traceback.print_exc()
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="pair _supervise")
-    parser.add_argument("--state-dir", required=True)
-    parser.add_argument("--seq", type=int, required=True)
-    parser.add_argument("--token", required=True)
-    arguments = parser.parse_args(argv)
-    return supervise(Path(arguments.state_dir), arguments.seq, arguments.token)
+    """`--state-dir D --seq N --token T`, as `send` writes them (argparse costs ~15 ms a turn)."""
+    options = dict(zip(argv[::2], argv[1::2], strict=False))
+    try:
+        state_dir, seq, token = options["--state-dir"], int(options["--seq"]), options["--token"]
+    except (KeyError, ValueError):
+        print(
+            f"usage: pair _supervise --state-dir D --seq N --token T (got {argv})", file=sys.stderr
+        )
+        return EXIT_NOT_OWNER
+    return supervise(Path(state_dir), seq, token)
 
 
 if __name__ == "__main__":  # pragma: no cover (entered through `python -m pair _supervise`)
