@@ -3,7 +3,7 @@
 It speaks the two wire protocols the real partner CLIs use — the Anthropic Messages API with SSE
 (`POST /v1/messages`, claude and opencode) and the OpenAI Responses API with SSE (`POST
 /v1/responses`, codex) — and answers each request from a script chosen by a marker in the
-conversation's latest user prompt:
+conversation's latest user prompt (its last marker):
 
 - no marker: a plain reply (`MOCK_REPLY`, or "ready" for a bootstrap);
 - `MOCK:write <file>`: a tool call whose shell command writes `<file>` in the CLI's cwd, then,
@@ -389,10 +389,11 @@ class ModelServer:
 
 
 def _script(prompt: str) -> tuple[str, str | None]:
-    match = MARKER.search(prompt)
-    if match is None:
+    # The last marker: opencode merges a failed turn's prompt with the next one into one message.
+    matches = list(MARKER.finditer(prompt))
+    if not matches:
         return "reply", None
-    return match.group(1), match.group(2)
+    return matches[-1].group(1), matches[-1].group(2)
 
 
 def _command(script: str, argument: str | None) -> str | None:

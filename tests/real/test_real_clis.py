@@ -9,14 +9,13 @@ own message, a hang killed with nothing left running, cancel, restaff and a unit
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import random
 
 import psutil
 import pytest
 
-from tests.conftest import Result, Sandbox, run_cli, wait_until
+from tests.conftest import Result, Sandbox
 from tests.fakes.model_server import RATE_LIMIT_MESSAGE, ModelServer
 from tests.real.conftest import (
     EFFORT,
@@ -28,7 +27,8 @@ from tests.real.conftest import (
     wire_effort,
 )
 
-pytestmark = pytest.mark.real
+# A CLI that boots slowly on a loaded machine (opencode) needs more than the suite default.
+pytestmark = [pytest.mark.real, pytest.mark.timeout(400)]
 
 PARTNERS = ("claude", "codex", "opencode")
 VERSIONS = {
@@ -37,7 +37,6 @@ VERSIONS = {
     "opencode": "1.18.33",
 }
 _bodies = itertools.count(1)
-SUBREAPER = importlib.util.find_spec("pair.reaper") is not None
 
 
 def send(sandbox: Sandbox, text: str, *options: str, kind: str = "task") -> Result:
@@ -71,10 +70,6 @@ def assert_model_and_effort_on_every_call(server: ModelServer, partner: str) -> 
     assert calls, "the CLI never reached the model server"
     seen = {(call.model, wire_effort(call.effort, call.api)) for call in calls}
     assert seen == {(WIRE_MODEL[partner], EFFORT)}, seen
-
-
-def cancel_available(sandbox: Sandbox) -> bool:
-    return run_cli("pair", "cancel", "--help", cwd=sandbox.root).code == 0
 
 
 def gone(pid: int) -> bool:
@@ -124,8 +119,7 @@ def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, part
     assert hung["reason"].startswith("hang: no output for")
     assert gone(hung["partner_pid"])
     assert not running(rf"sleep {seconds + 1}\b")
-    if SUBREAPER:  # the supervisor's subreaper lands with the pair mechanics half of issue 10
-        assert not running(rf"sleep {seconds}\b"), "the setsid grandchild outlived its turn"
+    assert not running(rf"sleep {seconds}\b"), "the setsid grandchild outlived its turn"
 
     status = sandbox.pair("status")
     assert status["seq"] == 4 and status["session_known"] is True
@@ -138,16 +132,9 @@ def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, part
     assert {call.path for call in real_clis.turns()} == {WIRE_PATH[partner]}
     assert real_clis.other == [], "the CLI called an endpoint besides its one API"
 
-    if not cancel_available(sandbox):
-        pytest.skip("pair cancel is not in this build yet (issue 10, the pair mechanics half)")
+    # Cancel: the turn is stopped wherever it is (a slow CLI may still be starting).
     started = send(sandbox, "MOCK:hang-stream", "--background", kind="question")
     assert started["status"] == "running", started.stdout
-    wait_until(
-        lambda: (
-            sum(c.script == "hang-stream" for c in real_clis.turns()) >= 1 + (partner == "opencode")
-        ),
-        90,
-    )
     cancelled = sandbox.pair("cancel", "--reason", "the lead changed its mind")
     assert cancelled["status"] == "cancelled", cancelled.stdout
     assert "the lead changed its mind" in cancelled["reason"]
