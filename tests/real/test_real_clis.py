@@ -93,6 +93,9 @@ def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, part
     wrote = send(sandbox, "MOCK:write PARTNER.md")  # an executor's turn is writable
     assert wrote["status"] == "replied", wrote.stdout
     assert wrote["write"] is True and wrote["reply"] == "wrote PARTNER.md"
+    # The receipt says what the command line passed: opencode's resume keeps its session's model.
+    assert wrote["effort"] == EFFORT
+    assert wrote["model"] == (None if partner == "opencode" else WIRE_MODEL[partner])
     assert (sandbox.repo / "PARTNER.md").read_text() == "written by the partner\n"
 
     # A read-only turn asked to do the same writes nothing.
@@ -104,10 +107,14 @@ def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, part
     # HTTP 429: rate-limited, in the CLI's own words.
     limited = send(sandbox, "MOCK:429")
     assert limited.code == 1 and limited["status"] == "rate-limited", limited.stdout
+    assert limited["code"] == "rate-limited" and limited["next"]
     reason = limited["reason"]
     assert "429" in reason and "read the transcript" not in reason
     if partner != "codex":  # codex reports only the status line
         assert RATE_LIMIT_MESSAGE in reason
+    else:  # an API key cannot read account limits: known after the first turn, never re-asked
+        assert limited["rate_limits"]["available"] is False
+        assert "authentication" in limited["rate_limits"]["why"]
 
     # A hang: the idle budget kills the partner and everything it started — for claude and
     # codex a tool command that sleeps and leaves a `setsid` grandchild, for opencode a stream
@@ -120,6 +127,8 @@ def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, part
     assert gone(hung["partner_pid"])
     assert not running(rf"sleep {seconds + 1}\b")
     assert not running(rf"sleep {seconds}\b"), "the setsid grandchild outlived its turn"
+    if partner != "opencode":
+        assert any(f"sleep {seconds}" in " ".join(item["argv"]) for item in hung["leftovers"])
 
     status = sandbox.pair("status")
     assert status["seq"] == 4 and status["session_known"] is True
