@@ -154,7 +154,7 @@ def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, part
     assert sandbox.pair("end").code == 0
 
 
-def test_a_unit_end_to_end_restaffed_from_claude_to_codex(
+def test_a_unit_end_to_end_restaffed_across_the_real_clis(
     sandbox: Sandbox, real_clis: ModelServer
 ) -> None:
     sandbox.task.write_text("Add a greeting file. MOCK:write GREETING.md\n")
@@ -172,28 +172,31 @@ def test_a_unit_end_to_end_restaffed_from_claude_to_codex(
     assert status.code == 0, status.stdout
     assert status["unit"]["observed"]["latest_receipt"]["status"] == "replied"
 
-    (worktree / "GREETING.md").unlink()
-    restaffed = sandbox.unit(
-        "restaff",
-        "--unit",
-        "u1",
-        "--lead",
-        "human",
-        "--partner",
-        "codex",
-        "--reason",
-        "another CLI",
-        "--model",
-        RESOLVED["codex"],
-        "--effort",
-        EFFORT,
-        timeout=180,
-    )
-    assert restaffed.code == 0, restaffed.stdout + restaffed.stderr
-    assert restaffed["unit"]["staffing"]["current"]["partner"] == "codex"
-    handed = sandbox.wait_turn("u1")
-    assert handed["status"] == "replied", handed
-    assert (worktree / "GREETING.md").read_text() == "written by the partner\n"  # codex wrote it
+    for partner in ("codex", "opencode"):  # restaffed from one real CLI to the next
+        (worktree / "GREETING.md").unlink()
+        restaffed = sandbox.unit(
+            "restaff",
+            "--unit",
+            "u1",
+            "--lead",
+            "human",
+            "--partner",
+            partner,
+            "--reason",
+            "another CLI",
+            "--model",
+            RESOLVED[partner],
+            "--effort",
+            EFFORT,
+            timeout=240,
+        )
+        assert restaffed.code == 0, restaffed.stdout + restaffed.stderr
+        assert restaffed["unit"]["staffing"]["current"]["partner"] == partner
+        handed = sandbox.wait_turn("u1")
+        assert handed["status"] == "replied", handed
+        assert handed["partner"] == partner
+        # The new CLI read the handed-over task and wrote the file again.
+        assert (worktree / "GREETING.md").read_text() == "written by the partner\n"
     wire = {
         (call.api, call.model, wire_effort(call.effort, call.api))
         for call in model_turns(real_clis)
@@ -201,6 +204,7 @@ def test_a_unit_end_to_end_restaffed_from_claude_to_codex(
     assert wire == {
         ("anthropic", WIRE_MODEL["claude"], EFFORT),
         ("openai", WIRE_MODEL["codex"], EFFORT),
+        ("anthropic", WIRE_MODEL["opencode"], EFFORT),
     }
 
     gone = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
