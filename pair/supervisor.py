@@ -227,12 +227,13 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
     if session is None or marker is None or marker.seq != seq or marker.owner_token != token:
         return EXIT_NOT_OWNER
     me = current_identity(argv0="pair _supervise")
+    # Before it is named in the marker: from then on a cancel may signal it at any moment.
+    signal.signal(signal.SIGTERM, _on_sigterm)
     # The supervisor owns the turn from here: the launcher (possibly a long-lived caller of the
     # library, like `unit`) no longer keeps it "alive" for `clear` and `send`.
     owned = update_owned_marker(paths, token, supervisor=me.to_json(), launcher=None)
     if owned is None:
         return EXIT_NOT_OWNER
-    signal.signal(signal.SIGTERM, _on_sigterm)
     if owned.cancel:
         _Stop.signalled = True  # cancelled before this supervisor took the turn
     become_subreaper()  # Linux; elsewhere the partner's group and descendants are still killed

@@ -203,3 +203,26 @@ def test_refused_rate_limits_are_remembered_per_identity(
     assert refusing_codex.read_text().count("start") == 1  # not asked again
     session = json.loads((sandbox.repo / ".git" / "pair" / "session.json").read_text())
     assert session["rate_limits_refused"] == {"default": first["rate_limits"]["why"]}
+
+
+def test_cancel_a_hanging_claude_turn(sandbox: Sandbox, fake_partners: FakePartners) -> None:
+    init = sandbox.pair(
+        "init", "--partner", "claude", "--effort", "high", "--lead", "human", "--role", "executor"
+    )
+    assert init.code == 0, init.stdout
+    body = sandbox.root / "body.md"
+    body.write_text("go\n")
+    hanging = {**os.environ, "FAKE_SCENARIO": "hang"}
+    running = sandbox.pair(
+        "send", "--kind", "task", "--body-file", str(body), "--background", env=hanging
+    )
+    assert running.code == 0, running.stdout
+    transcript = Path(running["transcript"])
+    wait_until(lambda: transcript.exists() and "half done" in transcript.read_text())
+    cancelled = sandbox.pair("cancel", "--reason", "no longer needed")
+    assert cancelled.code == 0, cancelled.stdout
+    receipt = cancelled["receipt"]
+    assert receipt["status"] == "cancelled" and receipt["reply"] == "half done"
+    assert init["model_resolved"] and receipt["model"] == init["model_resolved"]
+    assert receipt["effort"] == "high"
+    assert gone(running["partner_pid"]) and sandbox.pair("status")["in_flight"] is None
