@@ -48,6 +48,9 @@ from registry.timeutil import iso_z, seconds_from_env
 
 EXIT_NOT_OWNER = 2
 SIGTERM_REASON = "the supervisor received SIGTERM"
+CLAUDE_API_KEY_LIMITS = (
+    "claude runs under an API key (ANTHROPIC_API_KEY), whose stream carries no rate_limit_event"
+)
 
 
 class _Stop:
@@ -185,6 +188,8 @@ def read_rate_limits(
         event = result.outcome.extra.get("rate_limit_event")
         if session.partner == "claude" and isinstance(event, dict):
             return codex_rpc.claude_rate_limit(event)
+        if session.partner == "claude" and environment.get("ANTHROPIC_API_KEY"):
+            return {"available": False, "why": CLAUDE_API_KEY_LIMITS}
     except Exception as error:
         return {"error": f"rate limits unreadable: {type(error).__name__}: {error}"}
     return None

@@ -226,3 +226,21 @@ def test_cancel_a_hanging_claude_turn(sandbox: Sandbox, fake_partners: FakePartn
     assert init["model_resolved"] and receipt["model"] == init["model_resolved"]
     assert receipt["effort"] == "high"
     assert gone(running["partner_pid"]) and sandbox.pair("status")["in_flight"] is None
+
+
+def test_claude_under_an_api_key_reports_no_rate_limits(
+    sandbox: Sandbox, fake_partners: FakePartners, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-" + "x" * 40)
+    init = sandbox.pair("init", "--partner", "claude", "--effort", "high", "--lead", "human")
+    assert init.code == 0, init.stdout
+    body = sandbox.root / "body.md"
+    body.write_text("go\n")
+    receipt = sandbox.pair("send", "--kind", "question", "--body-file", str(body))
+    assert receipt["rate_limits"]["available"] is False
+    assert "ANTHROPIC_API_KEY" in receipt["rate_limits"]["why"]
+    limited = sandbox.pair(
+        "send", "--kind", "question", "--body-file", str(body),
+        env={**os.environ, "FAKE_SCENARIO": "rate-limited"},
+    )  # fmt: skip
+    assert limited["rate_limits"]["source"] == "claude rate_limit_event"
