@@ -102,20 +102,26 @@ def test_a_running_first_turn_is_not_waited_for(sandbox: Sandbox) -> None:
 
 
 def test_status_reports_refs_a_unit_moved_outside_its_branch(sandbox: Sandbox) -> None:
-    git(sandbox.repo, "branch", "other")
-    before = git(sandbox.repo, "rev-parse", "main")
+    assert sandbox.create("u2").code == 0  # another unit, whose branch u1 will move
+    sandbox.wait_turn("u2")
+    main_before = git(sandbox.repo, "rev-parse", "main")
+    other_before = git(sandbox.repo, "rev-parse", "feat/u2")
     model = (
-        "cat >/dev/null; git commit -q --allow-empty -m mine; "
-        "git update-ref refs/heads/other HEAD; echo done"
+        "cat >/dev/null; git commit -q --allow-empty -m mine; git tag u1-done; "
+        "git update-ref refs/heads/feat/u2 HEAD; git update-ref refs/heads/main HEAD; echo done"
     )
     assert sandbox.create("u1", model=model).code == 0
     receipt = sandbox.wait_turn("u1")
     assert sandbox.pair("status", repo=sandbox.worktree("u1"))["branch"] == "feat/u1"
     head = git(sandbox.worktree("u1"), "rev-parse", "HEAD")
-    expected = [{"ref": "refs/heads/other", "before": before, "after": head}]
-    assert receipt["foreign_ref_changes"] == expected
-    summary = sandbox.unit("status", "--all")["units"][0]["pair"]["latest_receipt"]
-    assert summary["foreign_ref_changes"] == expected
+    expected = [
+        {"ref": "refs/heads/feat/u2", "before": other_before, "after": head},
+        {"ref": "refs/heads/main", "before": main_before, "after": head},
+    ]
+    assert receipt["foreign_ref_changes"] == expected  # its own branch and new tag are allowed
+    units = {unit["unit_id"]: unit for unit in sandbox.unit("status", "--all")["units"]}
+    assert units["u1"]["pair"]["latest_receipt"]["foreign_ref_changes"] == expected
+    assert units["u2"]["pair"]["latest_receipt"]["foreign_ref_changes"] == []
     unit = sandbox.unit("status", "--unit", "u1")["unit"]
     assert unit["observed"]["latest_receipt"]["foreign_ref_changes"] == expected
 
