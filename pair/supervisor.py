@@ -88,35 +88,38 @@ def build_receipt(
 ) -> dict[str, Any]:
     seq, kind = marker.seq, marker.kind
     outcome = result.outcome
-    reply_file = paths.turn_file(seq, kind, "-reply.md")
-    transcript = paths.turn_file(seq, kind, ".log")
     retry_after = getattr(outcome, "retry_after_seconds", None)
     ok = result.status == "replied"
-    receipt: dict[str, Any] = {
-        "seq": seq,
-        "kind": kind,
-        "sid": session.sid,
-        "partner": session.partner,
-        "model": passed(request.model, result.command),
-        "effort": passed(request.effort, result.command),
-        "write": marker.write,
-        "command": result.command,
-        "ok": ok,
-        "status": result.status,
-    }
-    if not ok:
+    # The minimal receipt names every key; the turn's own facts replace its plain values.
+    receipt = minimal_receipt(
+        paths,
+        session,
+        marker,
+        status=result.status,
+        reason=outcome.reason or "",
+        supervisor_pid=supervisor_pid,
+        started_at=started_at,
+        leftovers=leftovers,
+    )
+    if ok:
+        del receipt["code"], receipt["next"]
+    else:  # worded again: a rate limit's next step names its wait
         receipt.update(
             failure_fields(
                 result.status,
                 root=session.worktree,
                 seq=seq,
                 kind=kind,
-                transcript=str(transcript),
+                transcript=receipt["transcript"],
                 retry_after_seconds=retry_after,
             )
         )
     receipt.update(
         {
+            "model": passed(request.model, result.command),
+            "effort": passed(request.effort, result.command),
+            "command": result.command,
+            "ok": ok,
             "reason": outcome.reason,
             "exit_code": result.exit_code,
             "seconds": result.seconds,
@@ -126,20 +129,9 @@ def build_receipt(
             "throttle_signals": result.throttle_signals,
             "rate_limits": rate_limits,
             "retry_after_seconds": retry_after,
-            "leftovers": leftovers,
             "foreign_ref_changes": foreign_ref_changes,
-            "receipt_file": str(paths.turn_file(seq, kind, "-receipt.json")),
-            "transcript": str(transcript),
-            "prompt_file": str(paths.turn_file(seq, kind, "-prompt.md")),
-            "reply_file": str(reply_file) if outcome.reply else None,
-            "started_at": started_at,
-            "finished_at": iso_z(),
-            "supervisor_pid": supervisor_pid,
+            "reply_file": str(paths.turn_file(seq, kind, "-reply.md")) if outcome.reply else None,
             "partner_pid": result.partner.pid if result.partner else None,
-            "budgets": {
-                "idle_seconds": marker.idle_seconds,
-                "total_seconds": marker.total_seconds,
-            },
         }
     )
     return receipt
