@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FakePartners, Sandbox, git, gone, wait_until
+from tests.conftest import FakePartners, Sandbox, git, gone, run_cli, wait_until
 
 GATE_MODEL = "cat >/dev/null; touch {started}; sleep 300"
 
@@ -83,7 +84,10 @@ def test_a_first_turn_that_already_failed_fails_the_create(sandbox: Sandbox) -> 
     assert sandbox.record("u1")["lifecycle"] == "working"  # kept, not rolled back
     listed = sandbox.unit("list")["units"][0]["recovery"]
     assert listed["needed"] is True and listed["why"] == "first turn failed"
-    assert listed["command"].startswith("pair send --repo")
+    # The recovery command is exact: run as printed, it sends the task again.
+    resent = run_cli(*shlex.split(listed["command"]), cwd=sandbox.root)
+    assert resent.code == 0 and resent["seq"] == 2, resent.stdout
+    assert sandbox.wait_turn("u1")["prompt_file"].endswith("0002-task-prompt.md")
 
 
 def test_a_first_turn_that_already_replied_is_in_the_output(sandbox: Sandbox) -> None:
