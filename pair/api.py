@@ -437,7 +437,10 @@ def _start_supervisor(
     except OSError as error:
         release_owned_marker(paths, token)
         raise StateError(
-            "supervisor-failed", f"could not start the detached turn supervisor: {error}"
+            "supervisor-failed",
+            f"could not start the detached turn supervisor: {error}",
+            next_step=f"fix the cause, then resend: pair send --repo {root} --kind {kind} "
+            "--body-file FILE",
         ) from None
     finally:
         os.close(log_fd)
@@ -467,6 +470,8 @@ def _start_supervisor(
                 "supervisor-failed",
                 f"the detached supervisor pid {supervisor.pid} exited before startup — see "
                 f"{log_file}",
+                next_step=f"read {log_file}, then resend: pair send --repo {root} --kind {kind} "
+                "--body-file FILE",
             )
         if time.monotonic() > deadline:
             _stop_late_supervisor(paths, supervisor, token)
