@@ -427,7 +427,10 @@ def _start_supervisor(
     except OSError as error:
         release_owned_marker(paths, token)
         raise StateError(
-            "supervisor-failed", f"could not start the detached turn supervisor: {error}"
+            "supervisor-failed",
+            f"could not start the detached turn supervisor: {error}",
+            next_step=f"fix the cause, then resend: pair send --repo {root} --kind {kind} "
+            "--body-file FILE",
         ) from None
     finally:
         os.close(log_fd)
@@ -457,6 +460,8 @@ def _start_supervisor(
                 "supervisor-failed",
                 f"the detached supervisor pid {supervisor.pid} exited before startup — see "
                 f"{log_file}",
+                next_step=f"read {log_file}, then resend: pair send --repo {root} --kind {kind} "
+                "--body-file FILE",
             )
         if time.monotonic() > deadline:
             _stop_late_supervisor(paths, supervisor, token)
@@ -759,7 +764,7 @@ def cancel_state(
     paths = PairPaths(Path(state_dir))
     session = _require_session(paths)
     why = (reason or "").strip() or DEFAULT_CANCEL_REASON
-    marker = _request_cancel(paths, seq, why)
+    marker = _request_cancel(paths, session, seq, why)
     if marker is None:
         target = seq if seq is not None else session.seq
         receipt_path = _receipt_path(paths, session, target)
@@ -773,7 +778,7 @@ def cancel_state(
     return _cancel_document(receipt, repeated=False)
 
 
-def _request_cancel(paths: PairPaths, seq: int | None, why: str) -> Marker | None:
+def _request_cancel(paths: PairPaths, session: Session, seq: int | None, why: str) -> Marker | None:
     """Record the cancel in the marker of the turn in flight; None when none (or not `seq`)."""
     with marker_mutex(paths):
         try:
@@ -783,7 +788,7 @@ def _request_cancel(paths: PairPaths, seq: int | None, why: str) -> Marker | Non
                 "marker-unreadable",
                 f"the in-flight marker {paths.marker_file} cannot be read — inspect it, confirm "
                 "no partner process remains, then run pair clear",
-                next_step=f"pair clear --repo {paths.state_dir}",
+                next_step=f"pair clear --repo {session.worktree}",
             ) from None
         if marker is None or (seq is not None and marker.seq != seq):
             return None

@@ -272,12 +272,14 @@ def acquire_marker(paths: PairPaths, build: Callable[[], Marker], root: Path) ->
                     f"seq {holder.seq} is in flight as pid {pid} since {holder.started_at} — a "
                     "pair runs one turn at a time; wait for it",
                     detail={"seq": holder.seq, "pid": pid},
+                    next_step=f"pair wait --repo {root} (or stop it: pair cancel --repo {root})",
                 )
             raise StateError(
                 "turn-lost",
                 f"seq {holder.seq} was left in flight since {holder.started_at} and none of its "
                 f"processes are alive — clear it with: pair clear --repo {root}",
                 detail={"seq": holder.seq},
+                next_step=f"pair clear --repo {root}",
             )
         marker = build()
         write_marker(paths, marker)

@@ -48,6 +48,9 @@ from registry.timeutil import iso_z, seconds_from_env
 
 EXIT_NOT_OWNER = 2
 SIGTERM_REASON = "the supervisor received SIGTERM"
+CLAUDE_API_KEY_LIMITS = (
+    "claude runs under an API key (ANTHROPIC_API_KEY), whose stream carries no rate_limit_event"
+)
 
 
 class _Stop:
@@ -85,35 +88,38 @@ def build_receipt(
 ) -> dict[str, Any]:
     seq, kind = marker.seq, marker.kind
     outcome = result.outcome
-    reply_file = paths.turn_file(seq, kind, "-reply.md")
-    transcript = paths.turn_file(seq, kind, ".log")
     retry_after = getattr(outcome, "retry_after_seconds", None)
     ok = result.status == "replied"
-    receipt: dict[str, Any] = {
-        "seq": seq,
-        "kind": kind,
-        "sid": session.sid,
-        "partner": session.partner,
-        "model": passed(request.model, result.command),
-        "effort": passed(request.effort, result.command),
-        "write": marker.write,
-        "command": result.command,
-        "ok": ok,
-        "status": result.status,
-    }
-    if not ok:
+    # The minimal receipt names every key; the turn's own facts replace its plain values.
+    receipt = minimal_receipt(
+        paths,
+        session,
+        marker,
+        status=result.status,
+        reason=outcome.reason or "",
+        supervisor_pid=supervisor_pid,
+        started_at=started_at,
+        leftovers=leftovers,
+    )
+    if ok:
+        del receipt["code"], receipt["next"]
+    else:  # worded again: a rate limit's next step names its wait
         receipt.update(
             failure_fields(
                 result.status,
                 root=session.worktree,
                 seq=seq,
                 kind=kind,
-                transcript=str(transcript),
+                transcript=receipt["transcript"],
                 retry_after_seconds=retry_after,
             )
         )
     receipt.update(
         {
+            "model": passed(request.model, result.command),
+            "effort": passed(request.effort, result.command),
+            "command": result.command,
+            "ok": ok,
             "reason": outcome.reason,
             "exit_code": result.exit_code,
             "seconds": result.seconds,
@@ -123,20 +129,9 @@ def build_receipt(
             "throttle_signals": result.throttle_signals,
             "rate_limits": rate_limits,
             "retry_after_seconds": retry_after,
-            "leftovers": leftovers,
             "foreign_ref_changes": foreign_ref_changes,
-            "receipt_file": str(paths.turn_file(seq, kind, "-receipt.json")),
-            "transcript": str(transcript),
-            "prompt_file": str(paths.turn_file(seq, kind, "-prompt.md")),
-            "reply_file": str(reply_file) if outcome.reply else None,
-            "started_at": started_at,
-            "finished_at": iso_z(),
-            "supervisor_pid": supervisor_pid,
+            "reply_file": str(paths.turn_file(seq, kind, "-reply.md")) if outcome.reply else None,
             "partner_pid": result.partner.pid if result.partner else None,
-            "budgets": {
-                "idle_seconds": marker.idle_seconds,
-                "total_seconds": marker.total_seconds,
-            },
         }
     )
     return receipt
@@ -185,6 +180,8 @@ def read_rate_limits(
         event = result.outcome.extra.get("rate_limit_event")
         if session.partner == "claude" and isinstance(event, dict):
             return codex_rpc.claude_rate_limit(event)
+        if session.partner == "claude" and environment.get("ANTHROPIC_API_KEY"):
+            return {"available": False, "why": CLAUDE_API_KEY_LIMITS}
     except Exception as error:
         return {"error": f"rate limits unreadable: {type(error).__name__}: {error}"}
     return None
@@ -227,12 +224,13 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
     if session is None or marker is None or marker.seq != seq or marker.owner_token != token:
         return EXIT_NOT_OWNER
     me = current_identity(argv0="pair _supervise")
+    # Before it is named in the marker: from then on a cancel may signal it at any moment.
+    signal.signal(signal.SIGTERM, _on_sigterm)
     # The supervisor owns the turn from here: the launcher (possibly a long-lived caller of the
     # library, like `unit`) no longer keeps it "alive" for `clear` and `send`.
     owned = update_owned_marker(paths, token, supervisor=me.to_json(), launcher=None)
     if owned is None:
         return EXIT_NOT_OWNER
-    signal.signal(signal.SIGTERM, _on_sigterm)
     if owned.cancel:
         _Stop.signalled = True  # cancelled before this supervisor took the turn
     become_subreaper()  # Linux; elsewhere the partner's group and descendants are still killed

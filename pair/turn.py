@@ -242,7 +242,7 @@ def run_turn(
     # Both happen before the partner is reaped, so its pid (the group id) cannot be reused
     # meanwhile.
     stopped = hang_reason or cancel_reason
-    described = _described_tree(partner)
+    described = {} if stopped else _described_tree(partner)
     killed = kill_tree(
         partner, grace_seconds=CANCEL_GRACE_SECONDS if cancel_reason else KILL_GRACE_SECONDS
     )

@@ -81,6 +81,8 @@ def test_cancel_stops_the_whole_turn_and_repeats_its_receipt(sandbox: Sandbox) -
     running = sandbox.pair("send", "--kind", "task", "--body-file", body(sandbox), "--background")
     assert running.code == 0, running.stdout
     wait_until(started.exists)
+    busy = sandbox.pair("send", "--kind", "task", "--body-file", body(sandbox))
+    assert busy["code"] == "turn-in-flight" and f"pair cancel --repo {sandbox.repo}" in busy["next"]
     cancelled = sandbox.pair("cancel", "--reason", "wrong task")
     assert cancelled.code == 0, cancelled.stdout
     assert cancelled["status"] == "cancelled" and cancelled["repeated"] is False

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FakePartners, Sandbox, git, gone, wait_until
+from tests.conftest import FakePartners, Sandbox, git, gone, run_cli, wait_until
 
 GATE_MODEL = "cat >/dev/null; touch {started}; sleep 300"
 
@@ -83,7 +84,10 @@ def test_a_first_turn_that_already_failed_fails_the_create(sandbox: Sandbox) -> 
     assert sandbox.record("u1")["lifecycle"] == "working"  # kept, not rolled back
     listed = sandbox.unit("list")["units"][0]["recovery"]
     assert listed["needed"] is True and listed["why"] == "first turn failed"
-    assert listed["command"].startswith("pair send --repo")
+    # The recovery command is exact: run as printed, it sends the task again.
+    resent = run_cli(*shlex.split(listed["command"]), cwd=sandbox.root)
+    assert resent.code == 0 and resent["seq"] == 2, resent.stdout
+    assert sandbox.wait_turn("u1")["prompt_file"].endswith("0002-task-prompt.md")
 
 
 def test_a_first_turn_that_already_replied_is_in_the_output(sandbox: Sandbox) -> None:
@@ -102,20 +106,26 @@ def test_a_running_first_turn_is_not_waited_for(sandbox: Sandbox) -> None:
 
 
 def test_status_reports_refs_a_unit_moved_outside_its_branch(sandbox: Sandbox) -> None:
-    git(sandbox.repo, "branch", "other")
-    before = git(sandbox.repo, "rev-parse", "main")
+    assert sandbox.create("u2").code == 0  # another unit, whose branch u1 will move
+    sandbox.wait_turn("u2")
+    main_before = git(sandbox.repo, "rev-parse", "main")
+    other_before = git(sandbox.repo, "rev-parse", "feat/u2")
     model = (
-        "cat >/dev/null; git commit -q --allow-empty -m mine; "
-        "git update-ref refs/heads/other HEAD; echo done"
+        "cat >/dev/null; git commit -q --allow-empty -m mine; git tag u1-done; "
+        "git update-ref refs/heads/feat/u2 HEAD; git update-ref refs/heads/main HEAD; echo done"
     )
     assert sandbox.create("u1", model=model).code == 0
     receipt = sandbox.wait_turn("u1")
     assert sandbox.pair("status", repo=sandbox.worktree("u1"))["branch"] == "feat/u1"
     head = git(sandbox.worktree("u1"), "rev-parse", "HEAD")
-    expected = [{"ref": "refs/heads/other", "before": before, "after": head}]
-    assert receipt["foreign_ref_changes"] == expected
-    summary = sandbox.unit("status", "--all")["units"][0]["pair"]["latest_receipt"]
-    assert summary["foreign_ref_changes"] == expected
+    expected = [
+        {"ref": "refs/heads/feat/u2", "before": other_before, "after": head},
+        {"ref": "refs/heads/main", "before": main_before, "after": head},
+    ]
+    assert receipt["foreign_ref_changes"] == expected  # its own branch and new tag are allowed
+    units = {unit["unit_id"]: unit for unit in sandbox.unit("status", "--all")["units"]}
+    assert units["u1"]["pair"]["latest_receipt"]["foreign_ref_changes"] == expected
+    assert units["u2"]["pair"]["latest_receipt"]["foreign_ref_changes"] == []
     unit = sandbox.unit("status", "--unit", "u1")["unit"]
     assert unit["observed"]["latest_receipt"]["foreign_ref_changes"] == expected
 
@@ -203,3 +213,44 @@ def test_refused_rate_limits_are_remembered_per_identity(
     assert refusing_codex.read_text().count("start") == 1  # not asked again
     session = json.loads((sandbox.repo / ".git" / "pair" / "session.json").read_text())
     assert session["rate_limits_refused"] == {"default": first["rate_limits"]["why"]}
+
+
+def test_cancel_a_hanging_claude_turn(sandbox: Sandbox, fake_partners: FakePartners) -> None:
+    init = sandbox.pair(
+        "init", "--partner", "claude", "--effort", "high", "--lead", "human", "--role", "executor"
+    )
+    assert init.code == 0, init.stdout
+    body = sandbox.root / "body.md"
+    body.write_text("go\n")
+    hanging = {**os.environ, "FAKE_SCENARIO": "hang"}
+    running = sandbox.pair(
+        "send", "--kind", "task", "--body-file", str(body), "--background", env=hanging
+    )
+    assert running.code == 0, running.stdout
+    transcript = Path(running["transcript"])
+    wait_until(lambda: transcript.exists() and "half done" in transcript.read_text())
+    cancelled = sandbox.pair("cancel", "--reason", "no longer needed")
+    assert cancelled.code == 0, cancelled.stdout
+    receipt = cancelled["receipt"]
+    assert receipt["status"] == "cancelled" and receipt["reply"] == "half done"
+    assert init["model_resolved"] and receipt["model"] == init["model_resolved"]
+    assert receipt["effort"] == "high"
+    assert gone(running["partner_pid"]) and sandbox.pair("status")["in_flight"] is None
+
+
+def test_claude_under_an_api_key_reports_no_rate_limits(
+    sandbox: Sandbox, fake_partners: FakePartners, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-" + "x" * 40)
+    init = sandbox.pair("init", "--partner", "claude", "--effort", "high", "--lead", "human")
+    assert init.code == 0, init.stdout
+    body = sandbox.root / "body.md"
+    body.write_text("go\n")
+    receipt = sandbox.pair("send", "--kind", "question", "--body-file", str(body))
+    assert receipt["rate_limits"]["available"] is False
+    assert "ANTHROPIC_API_KEY" in receipt["rate_limits"]["why"]
+    limited = sandbox.pair(
+        "send", "--kind", "question", "--body-file", str(body),
+        env={**os.environ, "FAKE_SCENARIO": "rate-limited"},
+    )  # fmt: skip
+    assert limited["rate_limits"]["source"] == "claude rate_limit_event"

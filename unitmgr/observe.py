@@ -18,7 +18,7 @@ from registry.store import UnreadableRecord
 from registry.timeutil import iso_z
 from unitmgr import git
 from unitmgr.forge import Forge
-from unitmgr.pairing import first_turn_recovery
+from unitmgr.pairing import first_turn_resend
 from unitmgr.steps import CREATE_PHASES
 from unitmgr.units import base_ref_of, pair_state
 from unitmgr.workspace import Workspace, realpath
@@ -228,7 +228,7 @@ def recovery(
         and receipt.get("status") != "cancelled"
     ):
         # SPEC 3.3: a failed first turn leaves the unit working; the task is sent again.
-        return {"needed": True, "why": "first turn failed", "command": first_turn_recovery(record)}
+        return {"needed": True, "why": "first turn failed", "command": first_turn_resend(record)}
     if record.pending_notice and not pair.get("in_flight"):
         return {
             "needed": True,

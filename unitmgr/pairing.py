@@ -132,18 +132,17 @@ def report_first_turn(document: dict[str, Any], record: UnitRecord) -> None:
         f"unit {record.unit_id} was created, but its first turn ended {receipt.get('status')}: "
         f"{receipt.get('reason')}",
         detail={"receipt": receipt, "unit": document.get("unit")},
-        next_step=first_turn_recovery(record),
+        next_step=f"{first_turn_resend(record)} — or give the task to another executor: unit "
+        f"restaff --unit {record.unit_id} --lead {record.lead} --partner P --reason R",
     )
 
 
-def first_turn_recovery(record: UnitRecord) -> str:
-    """The command that sends a failed first turn again (or restaff the unit instead)."""
-    resend = " ".join(
+def first_turn_resend(record: UnitRecord) -> str:
+    """The exact command that sends a failed first turn's task again (its recovery command)."""
+    return " ".join(
         shlex.quote(word)
         for word in (
             "pair", "send", "--repo", record.worktree, "--kind", "task", "--body-file",
             record.task_file, "--background",
         )
     )  # fmt: skip
-    restaff = f"unit restaff --unit {record.unit_id} --lead {record.lead} --partner P --reason R"
-    return f"{resend} (or give the task to another executor: {restaff})"
