@@ -110,6 +110,9 @@ def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, part
     assert limited["code"] == "rate-limited" and limited["next"]
     reason = limited["reason"]
     assert "429" in reason and "read the transcript" not in reason
+    # opencode's error event carries the server's `retry-after-ms: 20`; the others name no wait
+    wait = limited["retry_after_seconds"]
+    assert wait == pytest.approx(0.02) if partner == "opencode" else wait is None
     if partner != "codex":  # codex reports only the status line
         assert RATE_LIMIT_MESSAGE in reason
     else:  # an API key cannot read account limits: known after the first turn, never re-asked
