@@ -11,11 +11,16 @@ conversation's latest user prompt (its last marker):
 - `MOCK:hang-stream`: the stream starts and then never sends another byte;
 - `MOCK:hang-tool <n>`: a tool call running `(setsid sleep <n> &); sleep <n+1>`, a command
   that hangs and leaves a `setsid` grandchild behind;
-- `MOCK:429`: HTTP 429 with `retry-after` and the provider's own error body.
+- `MOCK:429`: HTTP 429 with `retry-after` (and `retry-after-ms`) and the provider's own error
+  body.
+
+A request that offers no tools is a side request (opencode's session title, on its small model)
+and always gets a plain text answer, whatever its prompt says.
 
 Every request is logged (path, model, the effort / reasoning / thinking fields, the tool names)
 so a test can assert the model and effort every turn used. Endpoints a CLI calls besides the two
-above (token counting, model listings, ...) are answered as the real API would and logged too.
+above (token counting, model listings, ...) are answered as the real API would and logged in
+`other` (with claude 2.1.197, codex 0.171.0 and opencode 1.18.33 it stays empty).
 
 It must never reach beyond loopback, and never block its caller: it runs in daemon threads and
 `stop()` releases every hanging stream.
