@@ -225,7 +225,8 @@ class Partner(ABC):
         )
 
     def exited(self, request: TurnRequest, output: TurnOutput) -> TurnOutcome | None:
-        """The common first rule: a non-zero exit is a failure whatever the stream says."""
+        """When the stream names no error of its own: a non-zero exit is a failure whatever the
+        stream says (adapters quote a named error first, through `failure`)."""
         if output.exit_code not in (0, None):
             name = Path(request.partner_bin or self.binary_name).name
             return TurnOutcome(
