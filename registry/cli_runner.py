@@ -31,6 +31,7 @@ from registry.errors import (
     Interrupted,
     ToolError,
     UsageError,
+    raise_interrupted,
 )
 from registry.output import Rendered, emit, write_text
 
@@ -114,10 +115,6 @@ def _only(app: typer.Typer, name: str | None) -> typer.Typer:
     return app
 
 
-def _raise_interrupted(signum: int, _frame: object) -> None:
-    raise Interrupted(signum)
-
-
 @contextmanager
 def _interruptible() -> Iterator[None]:
     """SIGINT and SIGTERM raise `Interrupted` in the main thread while the command runs, so
@@ -128,7 +125,7 @@ def _interruptible() -> Iterator[None]:
         yield  # only the main thread may set handlers (an in-process caller's worker)
         return
     previous = {
-        signum: signal.signal(signum, _raise_interrupted)
+        signum: signal.signal(signum, raise_interrupted)
         for signum in (signal.SIGINT, signal.SIGTERM)
     }
     try:
