@@ -13,22 +13,15 @@ usage errors.
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
 import typer
 import typer.main
 
-from registry.errors import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_REFUSED,
-    EXIT_USAGE,
-    ToolError,
-    UsageError,
-)
-from registry.output import Rendered, emit, write_text
+from registry.errors import EXIT_REFUSED, EXIT_USAGE, UsageError
+from registry.outcome import deliver
+from registry.output import emit
 
 
 def _option_takes_value(parameter: Any) -> bool:
@@ -113,37 +106,17 @@ def _only(app: typer.Typer, name: str | None) -> typer.Typer:
 def run(app: typer.Typer, argv: Sequence[str] | None, prog_name: str) -> int:
     """Run `app` with `argv`, print exactly one document, and return the exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    try:
-        first = arguments[0] if arguments and not arguments[0].startswith("-") else None
-        command = typer.main.get_command(_only(app, first))
-        check_option_values(command, arguments)
-        result = command.main(args=arguments, prog_name=prog_name, standalone_mode=False)
-    except ToolError as error:
-        emit(error.document())
-        return error.exit_code
-    except typer.TyperException as error:
-        emit(_usage_document(error))
-        return EXIT_USAGE if getattr(error, "exit_code", 2) == 2 else EXIT_REFUSED
-    except (typer.Abort, KeyboardInterrupt):
-        emit({"ok": False, "code": "interrupted", "reason": "interrupted", "detail": None})
-        return EXIT_INTERRUPTED
-    except Exception as error:
-        emit(
-            {
-                "ok": False,
-                "code": "internal",
-                "reason": f"unexpected error: {type(error).__name__}: {error}",
-                "detail": {"traceback": traceback.format_exc()},
-            }
-        )
-        return EXIT_REFUSED
-    if isinstance(result, Rendered):
-        write_text(result.text if result.text.endswith("\n") else result.text + "\n")
-        return result.exit_code
-    if isinstance(result, dict):
-        emit(result)
-        return EXIT_OK if result.get("ok") else EXIT_REFUSED
-    if isinstance(result, int):
-        # `--help` (and Typer's own exits) end here: the help text is already printed.
-        return result
-    return EXIT_OK
+
+    def call() -> object:
+        try:
+            first = arguments[0] if arguments and not arguments[0].startswith("-") else None
+            command = typer.main.get_command(_only(app, first))
+            check_option_values(command, arguments)
+            return command.main(args=arguments, prog_name=prog_name, standalone_mode=False)
+        except typer.TyperException as error:
+            emit(_usage_document(error))
+            return EXIT_USAGE if getattr(error, "exit_code", 2) == 2 else EXIT_REFUSED
+        except typer.Abort:
+            raise KeyboardInterrupt from None
+
+    return deliver(call)
