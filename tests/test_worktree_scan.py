@@ -136,3 +136,27 @@ def test_status_all_runs_one_git_process_per_clean_worktree(
     verbs = [line.split()[0] if not line.startswith("--") else line.split()[1] for line in
              log.read_text().splitlines()]  # fmt: skip
     assert sorted(verbs) == ["rev-parse", "status", "status", "status", "worktree"], verbs
+
+
+def test_overlaps_through_the_index_match_the_pairwise_comparison() -> None:
+    import random
+
+    from unitmgr.observe import overlaps
+
+    def pairwise(changed: dict[str, list[str]]) -> list[dict[str, object]]:
+        found: list[dict[str, object]] = []
+        ids = sorted(changed)
+        for index, first in enumerate(ids):
+            for second in ids[index + 1 :]:
+                shared = set(changed[first]) & set(changed[second])
+                if shared:
+                    found.append({"units": [first, second], "files": sorted(shared)})
+        return found
+
+    chooser = random.Random(15)
+    for _ in range(200):
+        changed = {
+            f"u{chooser.randint(0, 30)}": chooser.choices("abcdefgh", k=chooser.randint(0, 4))
+            for _ in range(chooser.randint(0, 12))
+        }
+        assert overlaps(changed) == pairwise(changed), changed

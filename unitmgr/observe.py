@@ -401,13 +401,20 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
 
 
 def overlaps(changed_files: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """Pairs of units whose changed files intersect, with the files, sorted."""
-    found = []
-    ids = sorted(changed_files)
-    for index, first in enumerate(ids):
-        mine = set(changed_files[first])
-        for second in ids[index + 1 :]:
-            shared = mine & set(changed_files[second])
-            if shared:
-                found.append({"units": [first, second], "files": sorted(shared)})
-    return found
+    """Pairs of units whose changed files intersect, with the files, sorted.
+
+    Through an index of who changed each file, so units that share nothing cost nothing (a
+    pairwise comparison grows with the square of the units)."""
+    changed_by: dict[str, list[str]] = {}
+    for unit_id in sorted(changed_files):
+        for path in set(changed_files[unit_id]):
+            changed_by.setdefault(path, []).append(unit_id)
+    shared: dict[tuple[str, str], list[str]] = {}
+    for path, units in changed_by.items():
+        for index, first in enumerate(units):
+            for second in units[index + 1 :]:
+                shared.setdefault((first, second), []).append(path)
+    return [
+        {"units": [first, second], "files": sorted(files)}
+        for (first, second), files in sorted(shared.items())
+    ]
