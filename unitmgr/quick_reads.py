@@ -32,19 +32,27 @@ def list_units(
     *, prs: bool, repo: str, lock_timeout: str, format_name: str
 ) -> dict[str, Any] | Rendered:
     lock_free(lock_timeout)
-    from unitmgr import observe, table
+    from unitmgr import observe
     from unitmgr.workspace import Workspace
 
     fmt = output_format(format_name)
     document = observe.list_units(Workspace.open(repo), with_pulls=prs)
-    return Rendered(table.list_units(document)) if fmt == "table" else document
+    if fmt == "table":
+        from unitmgr import table
+
+        return Rendered(table.list_units(document))
+    return document
 
 
 def status_all(*, repo: str, lock_timeout: str, format_name: str) -> dict[str, Any] | Rendered:
     lock_free(lock_timeout)
     fmt = output_format(format_name)
-    from unitmgr import observe, table
+    from unitmgr import observe
     from unitmgr.workspace import Workspace
 
     document = observe.status_all(Workspace.open(repo))
-    return Rendered(table.status_all(document)) if fmt == "table" else document
+    if fmt == "table":
+        from unitmgr import table
+
+        return Rendered(table.status_all(document))
+    return document
