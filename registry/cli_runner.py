@@ -12,6 +12,7 @@ usage errors.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -20,8 +21,7 @@ import typer
 import typer.main
 
 from registry.errors import EXIT_REFUSED, EXIT_USAGE, UsageError
-from registry.outcome import deliver
-from registry.output import emit
+from registry.outcome import deliver, failure
 
 
 def _option_takes_value(parameter: Any) -> bool:
@@ -106,6 +106,7 @@ def _only(app: typer.Typer, name: str | None) -> typer.Typer:
 def run(app: typer.Typer, argv: Sequence[str] | None, prog_name: str) -> int:
     """Run `app` with `argv`, print exactly one document, and return the exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    command_line = shlex.join([prog_name, *arguments])
 
     def call() -> object:
         try:
@@ -114,9 +115,9 @@ def run(app: typer.Typer, argv: Sequence[str] | None, prog_name: str) -> int:
             check_option_values(command, arguments)
             return command.main(args=arguments, prog_name=prog_name, standalone_mode=False)
         except typer.TyperException as error:
-            emit(_usage_document(error))
-            return EXIT_USAGE if getattr(error, "exit_code", 2) == 2 else EXIT_REFUSED
+            code = EXIT_USAGE if getattr(error, "exit_code", 2) == 2 else EXIT_REFUSED
+            return failure(_usage_document(error), code, command_line)
         except typer.Abort:
             raise KeyboardInterrupt from None
 
-    return deliver(call)
+    return deliver(call, command_line)

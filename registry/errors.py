@@ -19,7 +19,22 @@ EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_RETRYABLE = 75
-EXIT_INTERRUPTED = 130
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived during a command (SPEC 3.0): exit 130 or 143.
+
+    A BaseException, like KeyboardInterrupt: `except Exception` handlers (a create's rollback)
+    let it pass, so the journal keeps its last `started` entry and the command resumes.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by signal {signum}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
 
 
 class ToolError(Exception):

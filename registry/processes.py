@@ -292,11 +292,10 @@ def run_streamed(
         start_new_session=True,
         env=dict(env) if env is not None else child_environment(),
     )
+    # Until the real identity is known, the one a kill needs: the child is not reaped before
+    # `wait()` here, so its pid and group cannot belong to anyone else meanwhile.
     identity = ProcessIdentity(
-        pid=process.pid,
-        create_time=_create_time_or_now(process.pid),
-        pgid=process.pid,
-        argv0=str(argv[0]),
+        pid=process.pid, create_time=time.time(), pgid=process.pid, argv0=str(argv[0])
     )
     redactor = StreamRedactor()
     tail = bytearray()
@@ -311,6 +310,14 @@ def run_streamed(
             sink.flush()
 
     try:
+        # Inside the `try`: an interrupt (SPEC 3.0) that lands while the identity is being read
+        # must still kill the child.
+        identity = ProcessIdentity(
+            pid=process.pid,
+            create_time=_create_time_or_now(process.pid),
+            pgid=process.pid,
+            argv0=str(argv[0]),
+        )
         if on_start is not None:
             on_start(identity)
         assert process.stdout is not None

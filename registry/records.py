@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import types
 import typing
 from typing import Any, ClassVar, Self, Union
@@ -262,9 +263,36 @@ def decode_record(text: str | bytes, *, expected_id: str | None = None) -> UnitR
     record = UnitRecord.decode(data)
     if record.lifecycle not in UnitRecord.LIFECYCLES:
         raise RecordUnreadable(f"record.lifecycle {record.lifecycle!r} is not a known lifecycle")
+    _check_paths(record)
     if expected_id is not None and record.unit_id != expected_id:
         raise RecordUnreadable(f"record names unit {record.unit_id!r}, not {expected_id!r}")
     return record
+
+
+MAX_RECORD_BYTES = 4 * 1024 * 1024  # SPEC 2.5: a larger record is unreadable
+
+
+def _check_paths(record: UnitRecord) -> None:
+    """Every path a record names is absolute and normalized (SPEC 2.5): `a/../b` or a relative
+    path would make the same field mean different places to different readers."""
+    paths: list[tuple[str, str | None]] = [
+        ("worktree", record.worktree),
+        ("repository", record.repository or None),
+        ("common_git_dir", record.common_git_dir or None),
+        ("task_file", record.task_file or None),
+        ("archive", record.archive),
+    ]
+    if record.pair is not None:
+        paths += [
+            ("pair.state_dir", record.pair.state_dir),
+            ("pair.identity_home", record.pair.identity_home),
+            ("pair.latest_receipt_file", record.pair.latest_receipt_file),
+        ]
+    for name, value in paths:
+        if value is None:
+            continue
+        if not value.startswith("/") or os.path.normpath(value) != value or "\0" in value:
+            raise RecordUnreadable(f"record.{name} must be an absolute, normalized path: {value!r}")
 
 
 def encode_record(record: UnitRecord) -> str:

@@ -1,9 +1,19 @@
-"""Token redaction: the one function applied to every byte unitmgr and pair write or print.
+"""Secret redaction (SPEC 8): one function applied to every byte unitmgr and pair write or print.
 
-It replaces the values of `GH_TOKEN`, `GITHUB_TOKEN` and the `gh auth token` result (8 characters
-or more) with `***`, and the userinfo of any URL (`https://user:secret@host/` ->
-`https://***@host/`). `StreamRedactor` does the same over a byte stream read in chunks, holding
-back an incomplete line so a token split across two reads is still caught.
+It replaces with `***`:
+- the values (8 characters or more) of `GH_TOKEN`, `GITHUB_TOKEN`, the `gh auth token` result and
+  every environment variable whose name ends in `_TOKEN`, `_API_KEY`, `_SECRET`, `_PASSWORD` or
+  `_ACCESS_KEY` (so `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, ... are covered);
+- well-known token shapes wherever they appear (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`,
+  `github_pat_`, `sk-ant-`, `sk-proj-`, `sk-` + 32 or more letters and digits);
+- a URL's userinfo only when it carries a secret (`user:secret@`, `x-access-token:...@`, or a
+  token shape): a user name alone is never altered, so `ssh://git@github.com/o/r.git` and
+  `git@github.com:o/r.git` stay exactly as written.
+
+Text that holds no secret is returned unchanged, and redacting twice equals redacting once
+(tests/test_redact.py proves both with hypothesis). `StreamRedactor` does the same over a byte
+stream read in chunks, holding back an incomplete line so a secret split across two reads is
+still caught.
 
 It must not log, print or persist a secret it learns; `gh auth token` is asked at most once per
 process and only when `gh` is on PATH.
@@ -20,13 +30,24 @@ from functools import lru_cache
 
 MASK = "***"
 MIN_SECRET_LENGTH = 8
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"<>]+@")
-_URL_USERINFO_BYTES = re.compile(rb"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"<>]+@")
+SECRET_SUFFIXES = ("_TOKEN", "_API_KEY", "_SECRET", "_PASSWORD", "_ACCESS_KEY")
 _TOKEN_VARIABLES = ("GH_TOKEN", "GITHUB_TOKEN")
+# Not preceded by a word character, so `risk-proj-plan` or `task-ant-...` are words, not keys.
+TOKEN_SHAPE = re.compile(
+    r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9_]{8,}|github_pat_[A-Za-z0-9_]{8,}"
+    r"|sk-ant-[A-Za-z0-9_-]{8,}|sk-proj-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9]{32,})"
+)
+_URL_USERINFO = re.compile(
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s@'\"<>:]*):(?P<secret>[^/\s@'\"<>]+)@"
+)
 # A URL's scheme and userinfo with no end yet (the end of the buffer comes before `@`, `/` or a
 # space), down to a bare `scheme`, `scheme:` or `scheme:/`: the rest may still be on its way,
 # and once the scheme is released the rest no longer looks like a URL.
 _UNFINISHED_URL = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*(?::(?://[^/\s@'\"<>]*|/?))?$")
+# A token shape is one run of these characters: a line-less buffer is never cut inside one.
+_UNFINISHED_WORD = re.compile(rb"[A-Za-z0-9_-]+$")
+_WORD_BYTE = re.compile(rb"[A-Za-z0-9_-]")
+_LONGEST_TOKEN = 4096
 
 
 @lru_cache(maxsize=1)
@@ -50,23 +71,37 @@ def gh_auth_token() -> str | None:
     return token if completed.returncode == 0 and token else None
 
 
+def is_secret_variable(name: str) -> bool:
+    return name in _TOKEN_VARIABLES or name.upper().endswith(SECRET_SUFFIXES)
+
+
 def secrets() -> tuple[str, ...]:
     """The secret values to mask right now, longest first (so a longer one wins an overlap)."""
-    values = {os.environ.get(name, "").strip() for name in _TOKEN_VARIABLES}
+    values = {value.strip() for name, value in os.environ.items() if is_secret_variable(name)}
     values.add(gh_auth_token() or "")
     return tuple(sorted((v for v in values if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True))
 
 
+@lru_cache(maxsize=8)
+def _values_pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
+    return re.compile("|".join(re.escape(value) for value in values)) if values else None
+
+
+def _mask_userinfo(match: re.Match[str]) -> str:
+    return match.group("scheme") + MASK + "@"
+
+
 def redact(text: str) -> str:
-    for secret in secrets():
-        text = text.replace(secret, MASK)
-    return _URL_USERINFO.sub(lambda m: m.group("scheme") + MASK + "@", text)
+    pattern = _values_pattern(secrets())
+    if pattern is not None:
+        text = pattern.sub(MASK, text)
+    text = TOKEN_SHAPE.sub(MASK, text)
+    return _URL_USERINFO.sub(_mask_userinfo, text)
 
 
 def redact_bytes(data: bytes) -> bytes:
-    for secret in secrets():
-        data = data.replace(secret.encode(), MASK.encode())
-    return _URL_USERINFO_BYTES.sub(lambda m: m.group("scheme") + MASK.encode() + b"@", data)
+    # surrogateescape round-trips any byte exactly, so bytes holding no secret come back intact.
+    return redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
 class StreamRedactor:
@@ -74,8 +109,10 @@ class StreamRedactor:
 
     Complete lines are redacted and released at once. The tail after the last newline is held
     back (a secret never contains a newline, so holding the partial line is enough to catch a
-    split token) until a newline arrives, `max_hold_seconds` pass, or it grows past
-    `max_hold_bytes`; then all of it but the last `longest secret - 1` bytes is released.
+    split secret) until a newline arrives, `max_hold_seconds` pass, or it grows past
+    `max_hold_bytes`; then all of it is released except what could still be the start of a
+    secret: the last `longest secret - 1` bytes, a trailing word that may be a token shape, and
+    a URL whose userinfo may still be arriving.
     """
 
     def __init__(self, *, max_hold_bytes: int = 64 * 1024, max_hold_seconds: float = 1.0) -> None:
@@ -115,14 +152,19 @@ class StreamRedactor:
     def _safe_cut(self, buffer: bytes) -> int:
         """Where to cut a line-less buffer so no secret can straddle the cut.
 
-        A known secret is kept whole; so is a URL whose userinfo may still be arriving
-        (`scheme://user:pw` with no `@`, `/` or space yet), which is held back from its scheme.
+        A known secret is kept whole; so is a trailing word (a token shape may still be
+        growing) and a URL whose userinfo may still be arriving (`scheme://user:pw` with no
+        `@`, `/` or space yet), which is held back from its scheme.
         """
         cut = max(0, len(buffer) - self._keep)
-        window = max(0, cut - 4096)
+        window = max(0, cut - _LONGEST_TOKEN)
         unfinished = _UNFINISHED_URL.search(buffer, window, cut)
         if unfinished is not None:
             cut = unfinished.start()
+        if cut == len(buffer) or _WORD_BYTE.match(buffer, cut):
+            word = _UNFINISHED_WORD.search(buffer, window, cut)  # the word the cut would split
+            if word is not None:
+                cut = word.start()
         for secret in self._secrets:
             start = buffer.find(secret, max(0, cut - len(secret) + 1))
             while start != -1 and start < cut:

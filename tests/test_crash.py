@@ -216,7 +216,7 @@ def test_a_missing_manifest_is_rewritten_from_the_task(sandbox: Sandbox) -> None
     assert (sandbox.registry / "tasks" / "u1.md").read_text() == "Add a greeting file.\n"
 
 
-def test_a_forced_dismantle_cut_off_mid_removal_removes_the_unregistered_rest(
+def test_a_forced_dismantle_cut_off_mid_removal_finishes_the_prunable_rest(
     sandbox: Sandbox,
 ) -> None:
     assert sandbox.create("u1", model="cat").code == 0
@@ -225,18 +225,19 @@ def test_a_forced_dismantle_cut_off_mid_removal_removes_the_unregistered_rest(
     (worktree / "notes.txt").write_text("uncommitted\n")
     args = ["dismantle", "--unit", "u1", "--force", "u1"]
     assert sandbox.unit(*args, env=crash_environment("dismantle:worktree:started")).code == -9
-    # `git worktree remove` got as far as unregistering it: files stay, git no longer knows.
-    git(sandbox.repo, "worktree", "prune", "--expire", "now")
+    # `git worktree remove` deletes the files first and its admin dir last: cut off half-way,
+    # the `.git` file is gone and git reports the entry prunable, with files left behind.
     (worktree / ".git").unlink()
-    git(sandbox.repo, "worktree", "prune", "--expire", "now")
-    assert str(worktree) not in git(sandbox.repo, "worktree", "list")
-    assert worktree.is_dir()
+    assert "prunable" in git(sandbox.repo, "worktree", "list", "--porcelain")
     resumed = sandbox.unit(*args)
     assert resumed.code == 0, resumed.stdout
     assert_nothing_left(sandbox, "u1")
 
 
-def test_an_unregistered_directory_is_never_removed_unforced(sandbox: Sandbox) -> None:
+@pytest.mark.parametrize("forced", [False, True])
+def test_a_directory_git_does_not_report_is_never_removed(sandbox: Sandbox, forced: bool) -> None:
+    """SPEC 2.5: a path no `git worktree list` entry proves is the unit's is left untouched,
+    even with --force (the record alone never proves a destructive act)."""
     assert sandbox.create("u1", model="cat").code == 0
     sandbox.wait_turn("u1")
     worktree = sandbox.worktree("u1")
@@ -245,8 +246,10 @@ def test_an_unregistered_directory_is_never_removed_unforced(sandbox: Sandbox) -
     record = sandbox.record("u1")
     record["pr"] = {"number": 1, "state": "merged", "proved": True}  # proof already recorded
     (sandbox.registry / "units" / "u1.json").write_text(json.dumps(record))
-    refused = sandbox.unit("dismantle", "--unit", "u1")
-    assert refused.code == 1 and refused["code"] == "worktree-unregistered", refused.stdout
+    extra = ["--force", "u1"] if forced else []
+    refused = sandbox.unit("dismantle", "--unit", "u1", *extra)
+    assert refused.code == 1 and refused["code"] == "record-untrusted", refused.stdout
+    assert refused["detail"]["cause"]["field"] == "worktree" and refused["next"]
     assert (worktree / "README.md").exists()
 
 

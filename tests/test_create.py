@@ -150,8 +150,16 @@ def test_failing_setup_rolls_back_completely(sandbox: Sandbox) -> None:
     assert result["code"] == "setup-failed" and result["reason"].startswith("setup exited 3")
     assert "preparing" in result.stderr  # the hook's output is streamed to stderr
     rollback = {entry["resource"]: entry["ok"] for entry in result["detail"]["rollback"]}
-    assert rollback == {"worktree": True, "local-branch": True, "task-file": True}
+    assert rollback == {
+        "pr-body-exclude": True,
+        "worktree": True,
+        "local-branch": True,
+        "task-file": True,
+    }
     assert result["detail"]["recovery_record"] is None
+    # The exclude line this create added is gone again (no other unit needs it).
+    exclude = sandbox.common_dir / "info" / "exclude"
+    assert "/PR_BODY.md" not in exclude.read_text().splitlines()
     after = sandbox.snapshot()
     assert after["refs"] == before["refs"] and after["worktrees"] == before["worktrees"]
     assert not sandbox.worktree("u1").exists()

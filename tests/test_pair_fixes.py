@@ -22,7 +22,7 @@ from tests.conftest import PLANTED_TOKENS, FakePartners, Sandbox, git, gone, run
 from tests.test_pair import body, init_script
 
 # Never a GitHub environment token: only the URL-userinfo rule can catch it.
-URL_SECRET = "ghp_" + "UrlUserinfoSecretNeverWritten" + "0123456789" * 4
+URL_SECRET = "UrlUserinfoSecretNeverWritten" + "0123456789" * 4  # not a token shape
 URL = f"https://user:{URL_SECRET}@example.com/x"
 MASKED_URL = "https://***@example.com/x"
 LEFTOVER_NOTE = re.compile(r"\[pair: stopped (\d+) process\(es\) the partner left running\]")

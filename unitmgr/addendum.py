@@ -57,12 +57,7 @@ def _text(options: AddendumOptions) -> str:
             "usage", "addendum needs exactly one of --text T or --file F (or --restore-manifest)"
         )
     if options.file is not None:
-        try:
-            text = Path(options.file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise UsageError(
-                "no-body-file", f"cannot read --file {options.file}: {error}"
-            ) from None
+        text = validation.read_input_file(options.file, "--file", missing_code="no-body-file")
     else:
         text = options.text or ""
     text = text.rstrip()

@@ -30,8 +30,8 @@ def archive_pair_state(registry: Registry, unit_id: str, state_dir: Path) -> Pat
         suffix += 1
         destination = registry.archive_dir / f"{unit_id}-{stamp()}-{suffix}"
     ensure_private_dir(destination)
-    for source in sorted(state_dir.rglob("*")):
-        if not source.is_file() or source.name in SKIPPED_NAMES or source.name.endswith(".tmp"):
+    for source in _regular_files(state_dir):
+        if source.name in SKIPPED_NAMES or source.name.endswith(".tmp"):
             continue
         target = destination / source.relative_to(state_dir)
         ensure_private_dir(target.parent)
@@ -39,10 +39,24 @@ def archive_pair_state(registry: Registry, unit_id: str, state_dir: Path) -> Pat
     return destination
 
 
+def _regular_files(root: Path) -> list[Path]:
+    """Regular files under `root`, never through a symlink: a link planted in the pair state
+    (to a key file, another unit's state) is skipped, not copied into the archive."""
+    found = []
+    for directory, _, names in os.walk(root, followlinks=False):
+        for name in names:
+            path = Path(directory) / name
+            if not path.is_symlink() and path.is_file():
+                found.append(path)
+    return sorted(found)
+
+
 def _copy(source: Path, target: Path, *, transcript: bool) -> None:
     size = source.stat().st_size
+    # O_NOFOLLOW: a file swapped for a link since the walk is not followed either.
+    source_fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
-    with os.fdopen(fd, "wb") as out, open(source, "rb") as handle:
+    with os.fdopen(fd, "wb") as out, os.fdopen(source_fd, "rb") as handle:
         if transcript and size > FULL_TRANSCRIPT_LIMIT:
             handle.seek(size - TRANSCRIPT_TAIL)
             out.write(

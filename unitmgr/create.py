@@ -13,7 +13,6 @@ unfinished step and refuses a differing immutable field by name.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import sys
@@ -24,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from pair import api as pair_api
-from pair.git import locate as locate_pair
 from pair.identity import identity_home, refuse_same_cli
 from pair.partners import adapter_for
 from pair.partners.script import first_command_word
@@ -43,10 +41,10 @@ from registry.processes import (
     ProcessIdentity,
     is_alive,
     kill_tree,
-    reap_processes_under,
     run_streamed,
 )
 from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
+from registry.redact import redact
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_z, seconds_from_env
 from unitmgr import capacity, git, validation
@@ -56,6 +54,7 @@ from unitmgr.forge_github import open_forge
 from unitmgr.journal import Journal
 from unitmgr.manifest import ensure_manifest
 from unitmgr.observe import describe, worktree_rows
+from unitmgr.ownership import Ownership, others_of
 from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.scope import overlapping_pairs
 from unitmgr.steps import CREATE_LIFECYCLE_AFTER, CREATE_PHASES, CREATE_STEPS
@@ -128,15 +127,7 @@ def command_label(unit_id: str) -> str:
 
 
 def _read_task(task_file: str) -> str:
-    path = Path(task_file).expanduser()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError("task-file-missing", f"task file does not exist: {task_file}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(
-            "task-file-missing", f"cannot read task file {task_file}: {error}"
-        ) from None
+    text = validation.read_input_file(task_file, "--task-file", missing_code="task-file-missing")
     if not text.strip():
         raise UsageError("task-file-empty", f"task file is empty: {task_file}")
     return text.strip()
@@ -206,9 +197,18 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
             f"invalid branch name: {request.branch} — use the repository's convention (for "
             "example feat/<issue>-<slug>)",
         )
+    if not git.check_branch_name(request.base, cwd=workspace.toplevel):
+        raise UsageError(
+            "invalid-base",
+            f"invalid base branch name: {request.base!r} — git check-ref-format --branch "
+            "refuses it",
+            next_step="name the base branch exactly, e.g. --base main",
+        )
     target = _real_target(request.worktree)
     for row in git.list_worktrees(cwd=workspace.toplevel):
-        if is_inside(target, realpath(row.path)):
+        # An equal path is a conflict with that unit (exit 1, under the registry lock), not a
+        # malformed call.
+        if target != realpath(row.path) and is_inside(target, realpath(row.path)):
             raise UsageError(
                 "worktree-inside-worktree",
                 f"--worktree {request.worktree} is inside the worktree {row.path} — put unit "
@@ -312,6 +312,12 @@ def check_conflicts(workspace: Workspace, request: Request, records: list[UnitRe
             reason = f"same branch {request.branch}"
         elif realpath(other.worktree) == target:
             reason = f"same worktree {request.worktree}"
+        elif is_inside(target, realpath(other.worktree)) or is_inside(
+            realpath(other.worktree), target
+        ):
+            # Checked again here, under the registry lock: two creates racing with `/w/a` and
+            # `/w/a/b` both passed the lock-free check before either worktree existed.
+            reason = f"worktree {request.worktree} nests with {other.worktree}"
         elif request.issue is not None and other.issue == request.issue:
             reason = f"same issue #{request.issue}"
         elif not request.allow_overlap and other.paths and request.paths:
@@ -397,7 +403,8 @@ def compare_for_resume(record: UnitRecord, request: Request) -> None:
     if request.task is not None:
         comparisons.append(("task", record.task, request.task))
     for name, recorded, requested in comparisons:
-        if recorded != requested:
+        # The record was written redacted (SPEC 8): compare what each side looks like there.
+        if _redacted(recorded) != _redacted(requested):
             raise StateError(
                 "cannot-resume",
                 f"unit {record.unit_id} cannot resume: {name} differs",
@@ -405,6 +412,14 @@ def compare_for_resume(record: UnitRecord, request: Request) -> None:
                 next_step="repeat create with the recorded options (see unit list's recovery "
                 "command)",
             )
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    return value
 
 
 # -- the command --------------------------------------------------------------------------------
@@ -646,7 +661,9 @@ class Builder:
                 f"not {record.branch}",
             )
         if row is not None and row.locked is not None and "initializing" in row.locked:
-            # `git worktree add` was killed half-way; its half-made worktree is ours to redo.
+            # `git worktree add` was killed half-way; its half-made worktree is ours to redo,
+            # once git proves it is (SPEC 2.5).
+            Ownership(self.workspace, record, others_of(self.workspace, record)).worktree()
             git.remove_worktree(row.path, force=True, cwd=cwd)
             row = None
         if row is None:
@@ -659,20 +676,27 @@ class Builder:
                 )
             progress(f"unit create {record.unit_id}: git worktree add {path} ({record.branch})")
             branch_sha = git.resolve_commit(f"refs/heads/{record.branch}", cwd=cwd)
-            if branch_sha is None:
-                assert record.base_sha is not None
-                git.add_worktree(
-                    path, branch=record.branch, start=record.base_sha, new_branch=True, cwd=cwd
-                )
-            elif branch_sha == record.base_sha:
-                # Made by this unit's earlier, interrupted attempt (the name was reserved).
-                git.add_worktree(path, branch=record.branch, start="", new_branch=False, cwd=cwd)
-            else:
+            if branch_sha is not None and branch_sha != record.base_sha:
                 raise StateError(
                     "branch-exists",
                     f"recorded worktree is missing but branch {record.branch} exists at "
                     f"{branch_sha}, not at the recorded base {record.base_sha}",
+                    next_step="pick another branch name, or inspect that branch by hand",
                 )
+            # `git fetch` reads every worktree's HEAD, and `worktree add` leaves its new one
+            # half-written for a moment: both hold the fetch lock (SPEC 3.3).
+            lock = self.registry.fetch_lock(command=command_label(record.unit_id))
+            with lock.hold(self.deadline):
+                if branch_sha is None:
+                    assert record.base_sha is not None
+                    git.add_worktree(
+                        path, branch=record.branch, start=record.base_sha, new_branch=True, cwd=cwd
+                    )
+                else:
+                    # Made by this unit's earlier, interrupted attempt (the name was reserved).
+                    git.add_worktree(
+                        path, branch=record.branch, start="", new_branch=False, cwd=cwd
+                    )
         record.worktree = realpath(record.worktree)
         record.resources.worktree = True
         record.resources.local_branch = True
@@ -693,6 +717,34 @@ class Builder:
                     text += "\n"
                 write_text_atomic(exclude, text + PR_BODY_PATTERN + "\n", mode=mode)
         outcome.update(path=str(exclude), pattern=PR_BODY_PATTERN, added=added)
+
+    def _added_exclude(self) -> bool:
+        """Whether this create's `pr-body-exclude` step added the line (not found it there)."""
+        return any(
+            entry.get("step") == "pr-body-exclude"
+            and entry.get("status") == "done"
+            and (entry.get("detail") or {}).get("added") is True
+            for entry in self.journal.entries
+        )
+
+    def _undo_exclude(self) -> bool:
+        """Remove the `/PR_BODY.md` line this create added, unless another recorded unit still
+        relies on it (every unit's worktree reads the one shared `info/exclude`)."""
+        exclude = git.exclude_file(cwd=self.workspace.toplevel)
+        lock = self.registry.registry_lock(command=command_label(self.record.unit_id))
+        with lock.hold(self.deadline):
+            others = [u for u in self.registry.unit_ids() if u != self.record.unit_id]
+            try:
+                text = exclude.read_text(encoding="utf-8")
+                mode = exclude.stat().st_mode & 0o777
+            except FileNotFoundError:
+                return False
+            lines = text.splitlines(keepends=True)
+            kept = [line for line in lines if line.rstrip("\n") != PR_BODY_PATTERN]
+            if others or len(kept) == len(lines):
+                return False
+            write_text_atomic(exclude, "".join(kept), mode=mode)
+            return True
 
     def _setup(self, outcome: dict[str, Any]) -> None:
         record = self.record
@@ -820,12 +872,13 @@ class Builder:
                 }
             )
 
-        state_dir = Path(record.pair.state_dir) if record.pair and record.pair.state_dir else None
-        if record.resources.pair or state_dir is not None:
+        def ownership() -> Ownership:
+            return Ownership(self.workspace, record, others_of(self.workspace, record))
+
+        if record.resources.pair or (record.pair and record.pair.state_dir):
             with attempt("pair") as entry:
-                if state_dir is None and os.path.isdir(record.worktree):
-                    with contextlib.suppress(ToolError):  # not a checkout: no pair state to find
-                        state_dir = locate_pair(record.worktree).state_dir
+                proven_pair = ownership()
+                state_dir = proven_pair.pair_state_dir(proven_pair.worktree())
                 if state_dir is not None:
                     try:
                         pair_api.close_state(state_dir)  # a dead bootstrap's marker goes too
@@ -836,25 +889,32 @@ class Builder:
                         record.archive = str(archive) if archive else None
                         entry["archive"] = record.archive
                 record.resources.pair = False
+        if self._added_exclude():
+            with attempt("pr-body-exclude") as entry:
+                entry["removed"] = self._undo_exclude()
         worktree_started = any(e.get("step") == "worktree" for e in self.journal.entries)
         if record.resources.worktree or worktree_started:
             with attempt("worktree") as entry:
-                if os.path.isdir(record.worktree):
-                    # A setup command's background children must not outlive their worktree.
-                    reaped = reap_processes_under(realpath(record.worktree))
-                    if reaped["processes"]:
-                        entry["reaped"] = reaped
-                row = worktree_rows(self.workspace).get(realpath(record.worktree))
-                if row is not None:
-                    result = git.remove_worktree(row.path, force=True, cwd=cwd)
-                    if result.returncode != 0 and os.path.isdir(row.path):
-                        shutil.rmtree(row.path)
-                        result = git.remove_worktree(row.path, force=True, cwd=cwd)
+                proven_worktree = ownership()
+                proven = proven_worktree.worktree()
+                # A setup command's background children must not outlive their worktree.
+                reaped = proven_worktree.reap(proven)
+                if reaped and reaped["processes"]:
+                    entry["reaped"] = reaped
+                if proven is not None:
+                    result = git.remove_worktree(proven.path, force=True, cwd=cwd)
+                    if result.returncode != 0 and proven.present:
+                        shutil.rmtree(proven.path)  # a proven linked worktree only
+                        result = git.remove_worktree(proven.path, force=True, cwd=cwd)
                     if result.returncode != 0:
                         raise RuntimeError(result.stderr.strip() or "git worktree remove failed")
                 record.resources.worktree = False
             with attempt("local-branch") as entry:
-                entry["deleted"] = git.delete_local_branch(record.branch, cwd=cwd)
+                deleted = False
+                if git.ref_exists(f"refs/heads/{record.branch}", cwd=cwd):
+                    ownership().branch()
+                    deleted = git.delete_local_branch(record.branch, cwd=cwd)
+                entry["deleted"] = deleted
                 record.resources.local_branch = False
         if record.resources.task_file or Path(record.task_file).exists():
             with attempt("task-file") as entry:

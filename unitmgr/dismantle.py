@@ -6,6 +6,11 @@ first records what it abandons. Steps, each journaled in the record's `cleanup`:
 `reap`, `archive`, `worktree`, `local-branch`, `remote-branch`, `manifest`, `record` (deleted
 last). A failure leaves `dismantle-failed`; the same command resumes.
 
+Every destructive step first asks `unitmgr.ownership` what git proves (SPEC 2.5): a target the
+record names but git does not confirm is left untouched and the step fails `record-untrusted`,
+with or without `--force`. The remote branch is deleted only under a lease (SPEC 3.9); when
+origin moved since, the step is skipped and the branch stays.
+
 An unreadable (or too new) record is never rewritten: `--force` then works from what can be
 salvaged from it, touches a worktree or branch only when git confirms they belong together, and
 deletes the record file last.
@@ -14,20 +19,17 @@ deletes the record file last.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pair import api as pair_api
-from pair.git import locate as locate_pair
 from registry.atomic import remove_file
 from registry.errors import RetryableError, StateError, ToolError, UsageError, marking_dry_run
 from registry.locks import Deadline
 from registry.output import progress
-from registry.processes import reap_processes_under
-from registry.records import UnitRecord
+from registry.records import MAX_RECORD_BYTES, UnitRecord
 from registry.store import UnreadableRecord
 from unitmgr import git, validation
 from unitmgr.archive import archive_pair_state
@@ -36,6 +38,7 @@ from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
 from unitmgr.journal import Journal
 from unitmgr.observe import worktree_rows
+from unitmgr.ownership import Ownership, others_of
 from unitmgr.steps import DISMANTLE_STEPS
 from unitmgr.units import refuse_in_flight
 from unitmgr.workspace import Workspace, dismantle_label, realpath
@@ -122,11 +125,24 @@ def merged_proof(workspace: Workspace, record: UnitRecord) -> PullRequest:
     )
 
 
+def recover_with(branch: str, abandoned: dict[str, Any]) -> list[str]:
+    """Every command that brings abandoned work back (SPEC 3.9): the local branch and, while
+    the remote branch is to be (or was) deleted, the remote one."""
+    commands = []
+    if abandoned.get("head"):
+        commands.append(f"git branch {branch} {abandoned['head']}")
+    if abandoned.get("remote_head"):
+        commands.append(f"git push origin {abandoned['remote_head']}:refs/heads/{branch}")
+    return commands
+
+
 def _salvage(workspace: Workspace, entry: UnreadableRecord) -> UnitRecord:
     """A stand-in record for an unreadable one: only fields git can confirm are kept."""
     worktree = branch = ""
     try:
-        raw = json.loads(entry.path.read_bytes())
+        with open(entry.path, "rb") as handle:  # bounded: an oversized record salvages nothing
+            data = handle.read(MAX_RECORD_BYTES + 1)
+        raw = json.loads(data) if len(data) <= MAX_RECORD_BYTES else None
     except (OSError, ValueError):
         raw = None
     if (
@@ -220,7 +236,12 @@ class Dismantler:
                     "cleanup": record.cleanup,
                     "cause": error.detail if isinstance(error, ToolError) else None,
                 },
-                next_step="fix the cause, then repeat: "
+                next_step=(
+                    error.next_step
+                    if isinstance(error, ToolError) and error.next_step
+                    else "fix the cause"
+                )
+                + ", then repeat: "
                 + dismantle_label(record.unit_id, forced=self.forced),
             ) from None
         document: dict[str, Any] = {
@@ -261,35 +282,33 @@ class Dismantler:
             counts = git.ahead_behind(record.base_ref, worktree=worktree)
         entries = git.status_porcelain(worktree) if present else None
         remote_head = None
+        remote_unread = False
         if git.has_remote(self.cwd):
             try:
                 remote_head = git.remote_branch_head(record.branch, cwd=self.cwd)
             except ToolError:
-                remote_head = None
-        return {
+                remote_unread = True  # leased on the head first read at `remote-branch`
+        abandoned: dict[str, Any] = {
             "head": head,
             "ahead_of_base": counts[0] if counts else None,
             "dirty_files": len(entries) if entries is not None else None,
             "dirty_sample": entries[:5] if entries is not None else None,
             "remote_head": remote_head,
-            "recover_with": f"git branch {record.branch} {head}" if head else None,
         }
+        if remote_unread:
+            abandoned["remote_head_unread"] = True
+        abandoned["recover_with"] = recover_with(record.branch, abandoned)
+        return abandoned
 
     # -- steps ---------------------------------------------------------------------------------
 
-    def _state_dir(self) -> Path | None:
-        record = self.record
-        if record.pair and record.pair.state_dir:
-            return Path(record.pair.state_dir)
-        if record.worktree and os.path.isdir(record.worktree):
-            try:
-                return locate_pair(record.worktree).state_dir
-            except ToolError:
-                return None  # no longer a git checkout: there is no pair state to find
-        return None
+    def _ownership(self) -> Ownership:
+        """What git proves right now (SPEC 2.5), asked afresh before every destructive step."""
+        return Ownership(self.workspace, self.record, others_of(self.workspace, self.record))
 
     def _end_pair(self, outcome: dict[str, Any]) -> None:
-        state_dir = self._state_dir()
+        ownership = self._ownership()
+        state_dir = ownership.pair_state_dir(ownership.worktree())
         closed = pair_api.close_state(state_dir) if state_dir is not None else {}
         if not closed.get("ended_dir"):
             outcome["skipped"] = "no pair session"
@@ -300,16 +319,18 @@ class Dismantler:
         self.record.resources.pair = False
 
     def _reap(self, outcome: dict[str, Any]) -> None:
-        if not self.record.worktree or not os.path.isdir(self.record.worktree):
+        ownership = self._ownership()
+        report = ownership.reap(ownership.worktree())
+        if report is None:
             outcome["skipped"] = "worktree missing"
             return
-        report = reap_processes_under(realpath(self.record.worktree))
         outcome["processes"] = report["processes"]
         if report["processes"]:
             outcome["killed"] = report["killed"]
 
     def _archive(self, outcome: dict[str, Any]) -> None:
-        state_dir = self._state_dir()
+        ownership = self._ownership()
+        state_dir = ownership.pair_state_dir(ownership.worktree())
         if state_dir is None or not state_dir.is_dir():
             outcome["skipped"] = "no pair state"
             return
@@ -319,57 +340,41 @@ class Dismantler:
 
     def _worktree(self, outcome: dict[str, Any]) -> None:
         record = self.record
-        if not record.worktree:
-            outcome["skipped"] = "no worktree confirmed for this record"
-            return
-        row = worktree_rows(self.workspace).get(realpath(record.worktree))
-        # A repeated dismantle whose `git worktree remove` was killed half-way finds the
-        # worktree partly deleted (so "dirty") or already unregistered: finishing that removal
-        # is not discarding work, the journal says it was already decided.
-        resuming = self.interrupted_worktree
-        if row is None:
-            if not os.path.lexists(record.worktree):
-                outcome["skipped"] = "worktree already gone"
-                record.resources.worktree = False
-                return
-            if not (record.resources.worktree and (self.forced or resuming)):
-                raise StateError(
-                    "worktree-unregistered",
-                    f"{record.worktree} exists but is not a registered worktree — it is not "
-                    "removed automatically",
-                    next_step="inspect it and remove it yourself, or dismantle with --force",
-                )
-            # Recorded as ours (`resources.worktree`), and the lead forced it or we were
-            # already removing it: the leftover directory goes.
-            shutil.rmtree(record.worktree, ignore_errors=True)
-            if os.path.lexists(record.worktree):
-                raise StateError("worktree-remove-failed", f"could not remove {record.worktree}")
+        proven = self._ownership().worktree()
+        if proven is None:
+            outcome["skipped"] = "worktree already gone"
             record.resources.worktree = False
-            outcome["removed"] = record.worktree
             return
-        force = self.forced or resuming
-        result = git.remove_worktree(row.path, force=force, cwd=self.cwd)
+        # A repeated dismantle whose `git worktree remove` was killed half-way finds the
+        # worktree partly deleted (so "dirty"): finishing that removal is not discarding work,
+        # the journal says it was already decided.
+        force = self.forced or self.interrupted_worktree
+        result = git.remove_worktree(proven.path, force=force, cwd=self.cwd)
         if result.returncode != 0 and force:
-            shutil.rmtree(row.path, ignore_errors=True)
-            result = git.remove_worktree(row.path, force=True, cwd=self.cwd)
+            shutil.rmtree(proven.path, ignore_errors=True)  # proven linked worktree only
+            result = git.remove_worktree(proven.path, force=True, cwd=self.cwd)
         if result.returncode != 0:
             raise StateError(
                 "worktree-remove-failed",
-                f"git worktree remove {row.path} failed: {result.stderr.strip()}",
-                next_step="commit or stash the changes, or dismantle with --force",
+                f"git worktree remove {proven.path} failed: {result.stderr.strip()}",
+                next_step="commit or stash the changes, or: "
+                + dismantle_label(record.unit_id, forced=True),
             )
         record.resources.worktree = False
-        outcome["removed"] = row.path
+        outcome["removed"] = proven.path
 
     def _local_branch(self, outcome: dict[str, Any]) -> None:
         record = self.record
         if not record.branch:
             outcome["skipped"] = "no branch confirmed for this record"
             return
-        if git.delete_local_branch(record.branch, cwd=self.cwd):
-            outcome["deleted"] = record.branch
-        else:
+        if not git.ref_exists(f"refs/heads/{record.branch}", cwd=self.cwd):
             outcome["skipped"] = "no local branch"
+            record.resources.local_branch = False
+            return
+        self._ownership().branch()
+        git.delete_local_branch(record.branch, cwd=self.cwd)
+        outcome["deleted"] = record.branch
         record.resources.local_branch = False
 
     def _remote_branch(self, outcome: dict[str, Any]) -> None:
@@ -380,11 +385,46 @@ class Dismantler:
         if not git.has_remote(self.cwd):
             outcome["skipped"] = "no origin"
             return
-        if git.remote_branch_head(record.branch, cwd=self.cwd) is None:
+        current = git.remote_branch_head(record.branch, cwd=self.cwd)
+        if current is None:
             outcome["skipped"] = "no remote branch"
             return
-        git.delete_remote_branch(record.branch, cwd=self.cwd)
+        self._ownership().branch()
+        abandoned = record.abandoned
+        if self.forced and abandoned is not None and abandoned.pop("remote_head_unread", False):
+            # origin could not be read before the steps ran: the first head read now is what
+            # is abandoned (and leased on), and what `recover_with` brings back.
+            abandoned["remote_head"] = current
+            abandoned["recover_with"] = recover_with(record.branch, abandoned)
+        lease = self._lease()
+        if lease is None:
+            outcome["skipped"] = (
+                f"no lease: origin/{record.branch} is at {current} and no proved head was "
+                "recorded to compare it with"
+            )
+            return
+        moved = (
+            current
+            if current != lease
+            else git.delete_remote_branch(record.branch, expected_sha=lease, cwd=self.cwd)
+        )
+        if moved is not None:
+            outcome["skipped"] = f"remote moved from {lease} to {moved}"
+            if record.abandoned is not None:
+                # The remote branch stays: only the local one needs bringing back.
+                kept = {**record.abandoned, "remote_head": None}
+                record.abandoned["recover_with"] = recover_with(record.branch, kept)
+            return
         outcome["deleted"] = f"origin/{record.branch}"
+        outcome["lease"] = lease
+
+    def _lease(self) -> str | None:
+        """The sha origin's branch must still have: the proved merged head, or (forced) the
+        remote head recorded before any step ran."""
+        if self.forced:
+            return (self.record.abandoned or {}).get("remote_head")
+        head = (self.record.pr or {}).get("head_sha")
+        return head if isinstance(head, str) and head else None
 
     def _manifest(self, outcome: dict[str, Any]) -> None:
         path = self.registry.manifest_path(self.record.unit_id)

@@ -88,9 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     call = fast_call(arguments)
     if call is not None:
+        import shlex
+
         from registry.outcome import deliver
 
-        return deliver(call)
+        return deliver(call, shlex.join(["unit", *arguments]))
     from unitmgr.cli import main as typer_main
 
     return typer_main(arguments)

@@ -94,6 +94,9 @@ def run_git(
         stop_child_group(process)
         process.communicate()
         raise GitTimeout(step, seconds) from None
+    except BaseException:
+        stop_child_group(process)  # interrupted (SPEC 3.0): git never outlives its command
+        raise
     result = GitResult(
         process.returncode,
         stdout.decode("utf-8", "surrogateescape"),
@@ -295,13 +298,57 @@ def delete_local_branch(branch: str, *, cwd: Path) -> bool:
     return True
 
 
-def delete_remote_branch(branch: str, *, cwd: Path) -> None:
-    run_git(
-        ["push", "origin", "--delete", f"refs/heads/{branch}"],
+def delete_remote_branch(branch: str, *, expected_sha: str, cwd: Path) -> str | None:
+    """Delete `refs/heads/<branch>` at origin under a lease on `expected_sha` (SPEC 3.9).
+
+    Returns None when deleted, or the sha the remote moved to when the lease refused it (the
+    branch then stays: commits pushed since are not lost).
+    """
+    ref = f"refs/heads/{branch}"
+    result = run_git(
+        ["push", f"--force-with-lease={ref}:{expected_sha}", "origin", "--delete", ref],
         cwd=cwd,
         step=f"delete origin branch {branch}",
         network=True,
+        check=False,
     )
+    if result.returncode == 0:
+        return None
+    if "stale info" in result.stderr or "rejected" in result.stderr:
+        moved = remote_branch_head(branch, cwd=cwd)
+        if moved is not None and moved != expected_sha:
+            return moved
+    raise GitError(
+        f"delete origin branch {branch}",
+        ["git", "push", f"--force-with-lease={ref}:{expected_sha}", "origin", "--delete", ref],
+        result.returncode,
+        result.stderr,
+    )
+
+
+def origin_default_branch(*, cwd: Path) -> str | None:
+    """The branch `refs/remotes/origin/HEAD` points at (origin's default), or None."""
+    result = run_git(
+        ["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"],
+        cwd=cwd,
+        step="origin default branch",
+        check=False,
+    )
+    target = result.stdout.strip()
+    prefix = "refs/remotes/origin/"
+    return target[len(prefix) :] if result.returncode == 0 and target.startswith(prefix) else None
+
+
+def branch_was_created(branch: str, *, cwd: Path) -> bool:
+    """Whether the branch's oldest reflog entry is `branch: Created from` (a `-b` made it)."""
+    result = run_git(
+        ["reflog", "show", "--format=%gs", f"refs/heads/{branch}", "--"],
+        cwd=cwd,
+        step=f"reflog {branch}",
+        check=False,
+    )
+    entries = result.stdout.strip().splitlines()
+    return result.returncode == 0 and bool(entries) and entries[-1].startswith("branch: Created")
 
 
 def exclude_file(*, cwd: Path) -> Path:

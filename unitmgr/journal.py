@@ -70,7 +70,9 @@ class Journal:
     def plan(self, *, resuming: bool = True) -> list[dict[str, Any]]:
         """A `--dry-run` plan over this command's steps: `skip` what is done, `resume` the first
         unfinished step, `run` the rest (all `run` when not `resuming`)."""
-        first = self.first_unfinished() if resuming else None
+        # Nothing journaled yet by this command: the real run starts fresh, nothing resumes.
+        started = any(entry.get("command") == self.command for entry in self.entries)
+        first = self.first_unfinished() if resuming and started else None
         plan = []
         for step in STEPS_BY_COMMAND[self.command]:
             if resuming and self.is_done(step):

@@ -78,10 +78,34 @@ def _run(repo: str, options: MergeOptions) -> dict[str, Any]:
     if options.dry_run:
         pulls = forge.pulls_for_branch(record.branch)
         if _already_merged(pulls, head) is not None:
-            return {"ok": True, "dry_run": True, "status": "already-merged", "gates": []}
+            plan = [{"step": "merge", "action": "skip", "detail": {"already_merged": head}}]
+            return {
+                "ok": True,
+                "dry_run": True,
+                "status": "already-merged",
+                "gates": [],
+                "plan": plan,
+            }
         gates, pull = evaluate(forge, record, head, pulls)
         _refuse_held(gates)
-        return {"ok": True, "dry_run": True, "gates": gates, "pr": pull.to_json() if pull else None}
+        plan = [
+            {
+                "step": "merge",
+                "action": "run",
+                "detail": {
+                    "pr": pull.number if pull else None,
+                    "head": head,
+                    "method": options.method,
+                },
+            }
+        ]
+        return {
+            "ok": True,
+            "dry_run": True,
+            "gates": gates,
+            "pr": pull.to_json() if pull else None,
+            "plan": plan,
+        }
     with locked(workspace, unit_id, command=f"unit merge --unit {unit_id}", seconds=seconds):
         record = load(workspace, unit_id)
         pulls = forge.pulls_for_branch(record.branch)

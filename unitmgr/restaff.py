@@ -26,6 +26,7 @@ from registry.timeutil import iso_z
 from unitmgr import git, validation
 from unitmgr.journal import Journal
 from unitmgr.observe import describe, worktree_rows
+from unitmgr.ownership import Ownership, others_of
 from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.steps import RESTAFF_STEPS
 from unitmgr.units import base_ref_of, load, locked, pair_state, refuse_in_flight
@@ -276,8 +277,9 @@ class Restaffer:
         outcome["checkpoint"] = checkpoint
 
     def _end_old(self, outcome: dict[str, Any]) -> None:
-        record = self.record
-        state_dir = record.pair.state_dir if record.pair and record.pair.state_dir else None
+        # Ending a pair is destructive: only the proven worktree's own pair state (SPEC 2.5).
+        ownership = Ownership(self.workspace, self.record, others_of(self.workspace, self.record))
+        state_dir = ownership.pair_state_dir(ownership.worktree())
         closed = pair_api.close_state(state_dir) if state_dir is not None else {}
         if not closed.get("ended_dir"):
             outcome["skipped"] = "no old pair session"

@@ -9,18 +9,20 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from pathlib import Path, PurePosixPath
 
 from pair.partners import LEADS, PARTNERS
 from registry.errors import UsageError
 
-UNIT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
+UNIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+MAX_INPUT_FILE_BYTES = 1024 * 1024  # SPEC 3.0, 8: task and addendum files
 EFFORT_REQUIRED = ("claude", "codex", "grok", "opencode")
 LIMIT_MAX = 100
 
 
 def unit_id(value: str, option: str = "--unit") -> str:
-    if not UNIT_ID.match(value):
+    if not UNIT_ID.fullmatch(value):  # `match` with `$` would take a trailing newline
         raise UsageError(
             "invalid-unit-id",
             f"{option} must match [A-Za-z0-9][A-Za-z0-9_.+-]{{0,63}}, got {value!r}",
@@ -78,6 +80,45 @@ def commit_sha(value: str, option: str) -> str:
     return sha
 
 
+def read_input_file(value: str, option: str, *, missing_code: str) -> str:
+    """The text of a task or addendum file: a regular file of at most 1 MiB, UTF-8.
+
+    Checked with `os.stat` before any open, so a FIFO, device or directory is refused without
+    being opened for reading (opening a FIFO would block forever); the read itself is bounded
+    too, in case the file grows between the check and the read.
+    """
+    path = os.path.expanduser(value)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(missing_code, f"{option} does not exist: {value}") from None
+    except OSError as error:
+        raise UsageError(missing_code, f"cannot read {option} {value}: {error.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(
+            "input-not-regular-file",
+            f"{option} {value} is not a regular file",
+            next_step=f"write the text to a regular file and pass it as {option}",
+        )
+    if info.st_size > MAX_INPUT_FILE_BYTES:
+        raise UsageError(
+            "input-too-large",
+            f"{option} {value} is {info.st_size} bytes, over the 1 MiB bound",
+            next_step="shorten it: put long material in the repository and refer to it",
+        )
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped since the stat
+                raise UsageError("input-not-regular-file", f"{option} {value} is not a file")
+            data = handle.read(MAX_INPUT_FILE_BYTES + 1)
+        if len(data) > MAX_INPUT_FILE_BYTES:
+            raise UsageError("input-too-large", f"{option} {value} grew over the 1 MiB bound")
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(missing_code, f"cannot read {option} {value}: {error}") from None
+
+
 def required(value: str | None, option: str, command: str = "create") -> str:
     if value is None or not value.strip():
         raise UsageError("missing-option", f"{command} requires {option}")
@@ -94,6 +135,12 @@ def write_paths(patterns: list[str]) -> list[str]:
             raise UsageError(
                 "invalid-paths",
                 f"--paths patterns are relative to the repository root: {pattern!r}",
+            )
+        if pattern.startswith(":"):
+            raise UsageError(
+                "invalid-paths",
+                f"--paths patterns are plain globs, not pathspec magic: {pattern!r}",
+                next_step="drop the leading ':' and its magic (`:(top)`, `:!`, ...)",
             )
         if ".." in PurePosixPath(pattern).parts:
             raise UsageError("invalid-paths", f"--paths patterns may not contain '..': {pattern!r}")

@@ -1,0 +1,669 @@
+"""Every `code` in references/json-output.md, failing for real (SPEC 3.0).
+
+For each code the table lists, one representative failing call runs through the real CLI and
+must print that `code`, exit with the table's exit code, and carry a non-empty `next`. A code
+listed in the doc with no case here fails the test, so a new code cannot be documented without
+being exercised.
+
+Adding a case is one small function: `@case("the-code")` on a function that takes the `Env`
+and returns the `Result` of the failing call.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FakePartners, Result, Sandbox, git, run_cli, wait_until, write_record
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE = (ROOT / "references" / "json-output.md").read_text()
+ROW = re.compile(r"^\| `([a-z-]+)` \| ([^|]+) \|", re.MULTILINE)
+DOCUMENTED = {code: cell for code, cell in ROW.findall(TABLE)}
+SHA = "a" * 40
+
+
+@dataclass
+class Env:
+    sandbox: Sandbox
+    partners: FakePartners
+    request: pytest.FixtureRequest
+
+    @property
+    def github(self) -> Any:
+        return self.request.getfixturevalue("github")
+
+    def unit(self, *args: str, **environment: str) -> Result:
+        return self.sandbox.unit(*args, env={**os.environ, **environment} if environment else None)
+
+    def pair(self, *args: str, repo: Path | None = None, **environment: str) -> Result:
+        env = {**os.environ, **environment} if environment else None
+        return self.sandbox.pair(*args, repo=repo, env=env)
+
+    def create(self, unit_id: str = "u1", *extra: str, **options: str | None) -> Result:
+        return self.sandbox.create(unit_id, *extra, **options)
+
+    def working(self, unit_id: str = "u1", **options: str | None) -> Path:
+        """A created unit whose first turn has ended; returns its worktree."""
+        created = self.create(unit_id, **options)
+        assert created.code == 0, created.stdout
+        self.sandbox.wait_turn(unit_id)
+        return self.sandbox.worktree(unit_id)
+
+    def edit_record(self, unit_id: str, **fields: Any) -> None:
+        record = self.sandbox.record(unit_id)
+        record.update(fields)
+        (self.sandbox.registry / "units" / f"{unit_id}.json").write_text(json.dumps(record))
+
+    def file(self, name: str, text: str) -> str:
+        path = self.sandbox.root / name
+        path.write_text(text)
+        return str(path)
+
+    def crash(self, point: str, *args: str) -> None:
+        environment = {**os.environ, "UNITMGR_TEST_HOOKS": "1", "UNITMGR_TEST_CRASH_AFTER": point}
+        assert self.sandbox.unit(*args, env=environment).code == -9
+
+    def init_claude(self, *extra: str, **environment: str) -> Result:
+        args = ["init", "--partner", "claude", "--lead", "human", "--effort", "high", *extra]
+        return self.pair(*args, **environment)
+
+
+CASES: dict[str, Callable[[Env], Result]] = {}
+
+
+def case(code: str) -> Callable[[Callable[[Env], Result]], Callable[[Env], Result]]:
+    def register(function: Callable[[Env], Result]) -> Callable[[Env], Result]:
+        CASES[code] = function
+        return function
+
+    return register
+
+
+def hold_lock(path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+# -- usage (2) -----------------------------------------------------------------------------------
+
+case("usage")(lambda e: e.unit("create"))
+case("missing-value")(lambda e: e.unit("create", "--unit", "--branch", "x"))
+case("missing-option")(lambda e: e.unit("create", "--unit", "u1"))
+case("invalid-unit-id")(lambda e: e.unit(*e.sandbox.create_args("abc\n")))
+case("invalid-branch")(lambda e: e.create(branch="a..b"))
+case("invalid-base")(lambda e: e.create(base="ma..in"))
+case("relative-path")(lambda e: e.create(worktree="relative/path"))
+case("worktree-inside-worktree")(lambda e: e.create(worktree=str(e.sandbox.repo / "inner")))
+case("unknown-partner")(lambda e: e.create(partner="nope"))
+case("unknown-lead")(lambda e: e.create(lead="nope"))
+case("lead-is-partner")(lambda e: e.create(lead="claude", partner="claude", effort="high"))
+case("effort-required")(lambda e: e.create(partner="claude", model=None))
+case("effort-refused")(lambda e: e.create(effort="high"))
+case("identity-refused")(lambda e: e.create(partner="claude", effort="high", identity="work"))
+case("invalid-identity")(lambda e: e.create(identity="bad name!"))
+case("script-needs-model")(lambda e: e.create(model=None))
+case("invalid-issue")(lambda e: e.create(issue="abc"))
+case("invalid-limit")(lambda e: e.create(max_active="0"))
+case("invalid-paths")(lambda e: e.create("u1", "--paths", ":(top)**"))
+case("invalid-lock-timeout")(lambda e: e.unit("list", "--lock-timeout", "x"))
+case("invalid-format")(lambda e: e.unit("list", "--format", "xml"))
+case("task-file-missing")(lambda e: e.create(task_file="/nonexistent/task.md"))
+case("task-file-empty")(lambda e: e.create(task_file=e.file("empty.md", "  \n")))
+case("force-mismatch")(lambda e: e.unit("dismantle", "--unit", "u1", "--force", "u2"))
+case("not-a-terminal")(lambda e: e.unit("watch"))
+case("invalid-interval")(lambda e: e.unit("watch", "--interval", "0"))
+case("invalid-since")(lambda e: e.unit("wait", "--since", "yesterday"))
+case("invalid-head")(lambda e: e.unit("merge", "--unit", "u1", "--head", "abc1234"))
+case("invalid-method")(lambda e: e.unit("merge", "--unit", "u1", "--head", SHA, "--method", "x"))
+case("unknown-role")(
+    lambda e: e.pair("init", "--partner", "script", "--model", "cat", "--role", "x")
+)
+case("invalid-seq")(lambda e: e.pair("wait", "--seq", "0"))
+case("not-a-directory")(lambda e: e.pair("status", repo=Path("/nonexistent/worktree")))
+case("partner-not-installed")(lambda e: e.init_claude(UNITMGR_CLAUDE_BIN="/nonexistent/claude"))
+case("invalid-model")(
+    lambda e: run_cli(
+        "pair", "resolve", "--partner", "codex", "--model", "latest", cwd=e.sandbox.root
+    )
+)
+case("model-unresolved")(
+    lambda e: run_cli(
+        "pair", "resolve", "--partner", "claude", "--model", "latest:haiku", "--effort", "high",
+        cwd=e.sandbox.root,
+    )
+)  # fmt: skip
+
+
+@case("input-not-regular-file")
+def _fifo(e: Env) -> Result:
+    fifo = e.sandbox.root / "task.fifo"
+    os.mkfifo(fifo)  # opened for reading it would block forever
+    return e.create(task_file=str(fifo))
+
+
+@case("input-too-large")
+def _large(e: Env) -> Result:
+    return e.create(task_file=e.file("big.md", "x" * (1024 * 1024 + 1)))
+
+
+@case("script-command-not-found")
+def _script_missing(e: Env) -> Result:
+    return e.create(model="no-such-command-anywhere --flag")
+
+
+@case("record-unreadable")
+def _unreadable(e: Env) -> Result:
+    write_record(e.sandbox, "u1", worktree="relative/not/normalized")
+    return e.unit("status", "--unit", "u1")
+
+
+@case("record-too-new")
+def _too_new(e: Env) -> Result:
+    write_record(e.sandbox, "u1", schema_version=3)
+    return e.unit("status", "--unit", "u1")
+
+
+@case("unknown-kind")
+def _unknown_kind(e: Env) -> Result:
+    return e.pair("send", "--kind", "nope", "--body-file", e.file("b.md", "hi\n"))
+
+
+@case("write-and-read-only")
+def _write_read(e: Env) -> Result:
+    body = e.file("b.md", "hi\n")
+    return e.pair("send", "--kind", "task", "--body-file", body, "--write", "--read-only")
+
+
+@case("no-body-file")
+def _no_body(e: Env) -> Result:
+    assert e.pair("init", "--partner", "script", "--model", "cat").code == 0
+    return e.pair("send", "--kind", "task", "--body-file", "/nonexistent/body.md")
+
+
+@case("empty-body")
+def _empty_body(e: Env) -> Result:
+    assert e.pair("init", "--partner", "script", "--model", "cat").code == 0
+    return e.pair("send", "--kind", "task", "--body-file", e.file("b.md", "\n"))
+
+
+@case("invalid-budget")
+def _budget(e: Env) -> Result:
+    body = e.file("b.md", "hi\n")
+    return e.pair("send", "--kind", "task", "--body-file", body, "--idle-min", "x")
+
+
+@case("missing-body")
+def _missing_body(e: Env) -> Result:
+    """Only the library can omit the body (the CLI's typer says `usage`): the library's
+    refusal, rendered by the same runner the CLIs use."""
+    script = (
+        "import sys\nfrom pair import api\nfrom registry.cli_runner import run\nimport typer\n"
+        "app = typer.Typer()\n@app.command()\ndef send() -> None:\n"
+        f"    api.send({str(e.sandbox.repo)!r}, kind='task', body=None)\n"
+        "@app.command()\ndef other() -> None: ...\n"
+        "sys.exit(run(app, ['send'], 'pair'))\n"
+    )
+    return run_cli(str(Path(os.sys.executable)), "-c", script, cwd=e.sandbox.root)
+
+
+# -- state (1) -----------------------------------------------------------------------------------
+
+case("not-a-git-repository")(
+    lambda e: run_cli("unit", "list", "--repo", str(e.sandbox.root), cwd=e.sandbox.root)
+)
+case("no-such-unit")(lambda e: e.unit("status", "--unit", "nope"))
+case("base-missing")(lambda e: e.create(base="no-such-base"))
+case("github-not-configured")(lambda e: e.unit("intake", "--label", "ready"))
+case("no-pair-session")(lambda e: e.pair("status"))
+
+
+@case("admission-paused")
+def _admission(e: Env) -> Result:
+    write_record(e.sandbox, "u0")
+    return e.create(max_active="1", max_held="1")
+
+
+@case("conflict")
+def _conflict(e: Env) -> Result:
+    write_record(e.sandbox, "other", branch="feat/u1")
+    return e.create()
+
+
+@case("branch-exists")
+def _branch_exists(e: Env) -> Result:
+    git(e.sandbox.repo, "branch", "feat/u1")
+    return e.create()
+
+
+@case("worktree-exists")
+def _worktree_exists(e: Env) -> Result:
+    e.sandbox.worktree("u1").mkdir(parents=True)
+    return e.create()
+
+
+@case("unit-exists")
+def _unit_exists(e: Env) -> Result:
+    write_record(e.sandbox, "u1")
+    return e.create()
+
+
+@case("unit-vanished")
+def _vanished(e: Env) -> Result:
+    e.crash("create:reserve:done", *e.sandbox.create_args("u1"))
+    lock = hold_lock(e.sandbox.registry / "locks" / "u1.lock")
+    waiting = subprocess.Popen(
+        ["unit", *e.sandbox.create_args("u1"), "--repo", str(e.sandbox.repo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def waits_for_the_lock() -> bool:
+        # The lock is polled (open, try, close, sleep): a contender is one that sleeps.
+        assert waiting.poll() is None, waiting.communicate()
+        return Path(f"/proc/{waiting.pid}/wchan").read_text() == "hrtimer_nanosleep"
+
+    wait_until(waits_for_the_lock)
+    (e.sandbox.registry / "units" / "u1.json").unlink()
+    os.close(lock)
+    stdout, stderr = waiting.communicate(timeout=60)
+    return Result(waiting.returncode, json.loads(stdout), stdout, stderr)
+
+
+@case("cannot-resume")
+def _cannot_resume(e: Env) -> Result:
+    e.crash("create:reserve:done", *e.sandbox.create_args("u1"))
+    return e.create(scope="another scope")
+
+
+@case("manifest-differs")
+def _manifest_differs(e: Env) -> Result:
+    e.crash("create:manifest:done", *e.sandbox.create_args("u1"))
+    (e.sandbox.registry / "tasks" / "u1.md").write_text("edited by hand\n")
+    return e.create()
+
+
+@case("manifest-missing")
+def _manifest_missing(e: Env) -> Result:
+    e.working()
+    (e.sandbox.registry / "tasks" / "u1.md").unlink()
+    return e.unit("addendum", "--unit", "u1", "--text", "more")
+
+
+@case("worktree-branch-differs")
+def _branch_differs(e: Env) -> Result:
+    e.crash("create:worktree:started", *e.sandbox.create_args("u1"))
+    git(e.sandbox.repo, "worktree", "add", "-q", "-b", "other", str(e.sandbox.worktree("u1")))
+    return e.create()
+
+
+@case("setup-failed")
+def _setup_failed(e: Env) -> Result:
+    return e.create(setup="exit 3")
+
+
+@case("timeout")
+def _timeout(e: Env) -> Result:
+    return e.unit(*e.sandbox.create_args("u1", setup="sleep 30"), UNITMGR_SETUP_TIMEOUT="0.5")
+
+
+@case("git-failed")
+def _git_failed(e: Env) -> Result:
+    git(e.sandbox.repo, "remote", "set-url", "origin", str(e.sandbox.root / "gone.git"))
+    return e.create()
+
+
+@case("step-failed")
+def _step_failed(e: Env) -> Result:
+    e.working()
+    manifest = e.sandbox.registry / "tasks" / "u1.md"
+    manifest.unlink()
+    manifest.mkdir()  # the manifest step cannot unlink a directory: an unexpected OSError
+    return e.unit("dismantle", "--unit", "u1", "--force", "u1")
+
+
+@case("pair-missing")
+def _pair_missing(e: Env) -> Result:
+    e.crash("create:pair-init:done", *e.sandbox.create_args("u1"))
+    record = e.sandbox.record("u1")
+    session = Path(record["pair"]["state_dir"]) / "session.json"
+    session.unlink()
+    return e.create()
+
+
+@case("pair-mismatch")
+def _pair_mismatch(e: Env) -> Result:
+    e.crash("create:pair-init:done", *e.sandbox.create_args("u1"))
+    record = e.sandbox.record("u1")
+    session = Path(record["pair"]["state_dir"]) / "session.json"
+    data = json.loads(session.read_text())
+    data["role"] = "peer"
+    session.write_text(json.dumps(data))
+    return e.create()
+
+
+@case("no-merged-pr")
+def _no_merged_pr(e: Env) -> Result:
+    write_record(e.sandbox, "u1")
+    return e.unit("dismantle", "--unit", "u1")
+
+
+@case("turn-in-flight")
+def _in_flight(e: Env) -> Result:
+    assert e.create(model="cat > /dev/null; sleep 60").code == 0
+    try:
+        return e.unit("dismantle", "--unit", "u1", "--force", "u1")
+    finally:
+        e.pair("clear", repo=e.sandbox.worktree("u1"))
+
+
+@case("turn-lost")
+def _turn_lost(e: Env) -> Result:
+    assert e.pair("init", "--partner", "script", "--model", "cat > /dev/null; sleep 60").code == 0
+    running = e.pair("send", "--kind", "task", "--body-file", e.file("b.md", "x\n"), "--background")
+    assert running.code == 0, running.stdout
+    for pid in (running["supervisor_pid"], running["partner_pid"]):
+        os.killpg(pid, signal.SIGKILL)
+    import psutil
+
+    wait_until(lambda: not psutil.pid_exists(running["partner_pid"]))
+    return e.pair("send", "--kind", "task", "--body-file", e.file("b.md", "y\n"))
+
+
+@case("worktree-remove-failed")
+def _remove_failed(e: Env) -> Result:
+    worktree = e.working()
+    (worktree / "dirty.txt").write_text("uncommitted\n")
+    e.edit_record("u1", pr={"number": 1, "state": "merged", "proved": True})
+    return e.unit("dismantle", "--unit", "u1")
+
+
+@case("record-untrusted")
+def _untrusted(e: Env) -> Result:
+    write_record(e.sandbox, "u1", worktree=str(e.sandbox.repo), branch="main", base="dev")
+    return e.unit("dismantle", "--unit", "u1", "--force", "u1")
+
+
+@case("wrong-lifecycle")
+def _wrong_lifecycle(e: Env) -> Result:
+    write_record(e.sandbox, "u1", lifecycle="create-failed", lead="human")
+    return e.unit(*restaff_args())
+
+
+def restaff_args(lead: str = "human") -> list[str]:
+    return [
+        "restaff", "--unit", "u1", "--lead", lead, "--partner", "script", "--model", "cat",
+        "--reason", "codes",
+    ]  # fmt: skip
+
+
+@case("lead-differs")
+def _lead_differs(e: Env) -> Result:
+    write_record(e.sandbox, "u1", lead="human")
+    return e.unit(*restaff_args("codex"))
+
+
+@case("worktree-missing")
+def _worktree_missing(e: Env) -> Result:
+    write_record(e.sandbox, "u1", lead="human")
+    return e.unit(*restaff_args())
+
+
+@case("worktree-dirty")
+def _dirty(e: Env) -> Result:
+    (e.working() / "dirty.txt").write_text("uncommitted\n")
+    return e.unit("verify", "--unit", "u1")
+
+
+@case("outside-scope")
+def _outside(e: Env) -> Result:
+    commit = "cat > /dev/null; echo hi > OUT.md; git add OUT.md; git commit -qm out"
+    e.working(model=commit, paths="src/**")
+    return e.unit("scope", "--unit", "u1", "--approve")
+
+
+@case("no-validation")
+def _no_validation(e: Env) -> Result:
+    e.working()
+    e.edit_record("u1", validation="")
+    return e.unit("verify", "--unit", "u1")
+
+
+@case("no-head")
+def _no_head(e: Env) -> Result:
+    worktree = e.working()
+    git(worktree, "checkout", "-q", "--orphan", "unborn")
+    git(worktree, "rm", "-rfq", "--cached", ".")
+    for path in worktree.iterdir():
+        if path.name != ".git":
+            path.unlink()
+    return e.unit("verify", "--unit", "u1")
+
+
+@case("validation-failed")
+def _validation_failed(e: Env) -> Result:
+    e.working(validation="false", model="cat > /dev/null")
+    return e.unit("verify", "--unit", "u1")
+
+
+@case("head-moved")
+def _head_moved(e: Env) -> Result:
+    e.working(validation="git commit -q --allow-empty -m moved", model="cat > /dev/null")
+    return e.unit("verify", "--unit", "u1")
+
+
+@case("lock-busy")
+def _lock_busy(e: Env) -> Result:
+    write_record(e.sandbox, "u1")
+    lock = hold_lock(e.sandbox.registry / "locks" / "u1.lock")
+    try:
+        return e.unit("dismantle", "--unit", "u1", "--force", "u1", "--lock-timeout", "0")
+    finally:
+        os.close(lock)
+
+
+@case("pair-exists")
+def _pair_exists(e: Env) -> Result:
+    assert e.pair("init", "--partner", "script", "--model", "cat").code == 0
+    return e.init_claude()
+
+
+@case("pair-identity-differs")
+def _identity_differs(e: Env) -> Result:
+    args = ["init", "--partner", "codex", "--lead", "human", "--effort", "high"]
+    assert e.pair(*args).code == 0
+    return e.pair(*args, "--identity", "work")
+
+
+@case("pair-session-unreadable")
+def _session_unreadable(e: Env) -> Result:
+    assert e.pair("init", "--partner", "script", "--model", "cat").code == 0
+    (e.sandbox.common_dir / "pair" / "session.json").write_text("{torn")
+    return e.pair("status")
+
+
+@case("marker-unreadable")
+def _marker_unreadable(e: Env) -> Result:
+    assert e.pair("init", "--partner", "script", "--model", "cat").code == 0
+    (e.sandbox.common_dir / "pair" / "in-flight.json").write_text("{torn")
+    return e.pair("send", "--kind", "task", "--body-file", e.file("b.md", "x\n"))
+
+
+@case("bootstrap-in-flight")
+def _bootstrap_in_flight(e: Env) -> Result:
+    slow = e.file("slow.sh", "#!/bin/sh\nsleep 60\n")
+    os.chmod(slow, 0o755)
+    first = subprocess.Popen(
+        ["pair", "init", "--partner", "claude", "--lead", "human", "--effort", "high",
+         "--repo", str(e.sandbox.repo)],
+        env={**os.environ, "FAKE_SCENARIO": "hang"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        marker = e.sandbox.common_dir / "pair" / "in-flight.json"
+        wait_until(marker.exists)
+        return e.init_claude()
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=60)
+
+
+@case("supervisor-failed")
+def _supervisor_failed(e: Env) -> Result:
+    """The real `pair send` entry point, in a process whose interpreter path is wrong, so the
+    detached supervisor it starts exits at once."""
+    assert e.pair("init", "--partner", "script", "--model", "cat").code == 0
+    body = e.file("b.md", "x\n")
+    script = (
+        "import sys\nsys.executable = '/bin/false'\nfrom pair.cli import main\n"
+        f"sys.exit(main(['send', '--kind', 'task', '--body-file', {body!r},"
+        f" '--repo', {str(e.sandbox.repo)!r}]))\n"
+    )
+    return run_cli(str(Path(os.sys.executable)), "-c", script, cwd=e.sandbox.root)
+
+
+@case("model-mismatch")
+def _model_mismatch(e: Env) -> Result:
+    return e.init_claude("--model", "opus", FAKE_CLAUDE_MODEL="claude-sonnet-5")
+
+
+@case("no-session-id")
+def _no_session(e: Env) -> Result:
+    return e.init_claude(FAKE_SCENARIO="no-session")
+
+
+@case("bootstrap-hang")
+def _bootstrap_hang(e: Env) -> Result:
+    return e.init_claude("--idle-min", "0.02", FAKE_SCENARIO="hang")
+
+
+@case("bootstrap-failed")
+def _bootstrap_failed(e: Env) -> Result:
+    return e.init_claude(FAKE_SCENARIO="fail")
+
+
+@case("internal")
+def _internal(e: Env) -> Result:
+    (e.sandbox.registry).mkdir(parents=True)
+    (e.sandbox.registry / "units").write_text("a file where the units directory belongs")
+    return e.unit("list")
+
+
+@case("interrupted")
+def _interrupted(e: Env) -> Result:
+    started = e.sandbox.root / "setup-started"
+    process = subprocess.Popen(
+        ["unit", *e.sandbox.create_args("u1", setup=f"touch {started}; sleep 60"),
+         "--repo", str(e.sandbox.repo)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    wait_until(started.exists)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    return Result(process.returncode, json.loads(stdout), stdout, stderr)
+
+
+# -- GitHub --------------------------------------------------------------------------------------
+
+
+@case("github-unavailable")
+def _unavailable(e: Env) -> Result:
+    e.github.fail("GET", r"/issues$", 503, times=1000)
+    return e.unit("intake", "--label", "ready", UNITMGR_GITHUB_RETRY_SECONDS="0")
+
+
+@case("github-refused")
+def _refused(e: Env) -> Result:
+    e.github.fail("GET", r"/issues$", 404, times=1000)
+    return e.unit("intake", "--label", "ready")
+
+
+@case("no-such-milestone")
+def _milestone(e: Env) -> Result:
+    e.github.add_milestone("Sprint 9")
+    return e.unit("intake", "--label", "ready", "--milestone", "Sprint 10")
+
+
+@case("held")
+def _held(e: Env) -> Result:
+    e.github  # noqa: B018  (configures GitHub)
+    head = git(e.working(), "rev-parse", "HEAD")
+    return e.unit("merge", "--unit", "u1", "--head", head)
+
+
+@case("merge-refused")
+def _merge_refused(e: Env) -> Result:
+    from tests.test_github import deliverable
+
+    _, head = deliverable(e.sandbox, e.github)
+    e.github.move_head_on_merge = "7" * 40
+    return e.unit("merge", "--unit", "u1", "--head", head)
+
+
+# -- the test ------------------------------------------------------------------------------------
+
+
+def documented_exits(code: str) -> set[int]:
+    return {int(number) for number in re.findall(r"\b(\d+)\b", DOCUMENTED[code])}
+
+
+def test_every_documented_code_has_a_case() -> None:
+    missing = sorted(set(DOCUMENTED) - set(CASES))
+    assert not missing, f"codes in json-output.md with no case in this file: {missing}"
+
+
+@pytest.mark.parametrize("code", sorted(DOCUMENTED))
+def test_a_failing_call_prints_its_code_exit_and_next(
+    code: str,
+    sandbox: Sandbox,
+    fake_partners: FakePartners,
+    request: pytest.FixtureRequest,
+) -> None:
+    if code not in CASES:
+        pytest.fail(f"no case for {code} (see test_every_documented_code_has_a_case)")
+    result = CASES[code](Env(sandbox, fake_partners, request))
+    assert result.document is not None, result.stdout + result.stderr
+    assert result["code"] == code, result.stdout
+    assert result.code in documented_exits(code), (result.code, DOCUMENTED[code])
+    assert isinstance(result.document.get("next"), str) and result["next"].strip(), result.stdout
+
+
+@pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_an_interrupted_create_kills_its_setup_and_resumes(
+    sandbox: Sandbox, signum: int, exit_code: int
+) -> None:
+    started = sandbox.root / "setup-started"
+    pid_file = sandbox.root / "setup.pid"
+    setup = f"test -e {started} && exit 0; echo $$ > {pid_file}; touch {started}; sleep 60"
+    args = sandbox.create_args("u1", setup=setup)
+    process = subprocess.Popen(
+        ["unit", *args, "--repo", str(sandbox.repo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_until(started.exists)
+    process.send_signal(signum)
+    stdout, _ = process.communicate(timeout=60)
+    document = json.loads(stdout)
+    assert process.returncode == exit_code and document["code"] == "interrupted", stdout
+    assert document["next"].startswith("repeat the command to resume: unit create --unit u1")
+    from tests.conftest import gone
+
+    assert gone(int(pid_file.read_text()))  # the setup's group was killed first
+    assert sandbox.record("u1")["lifecycle"] == "setting-up"  # journal kept, not rolled back
+    resumed = sandbox.unit(*args)
+    assert resumed.code == 0 and resumed["status"] == "resumed", resumed.stdout
