@@ -1,4 +1,5 @@
-"""pair's library API: `init`, `send`, `wait`, `status`, `read_status`, `clear`, `end` (SPEC 4).
+"""pair's library API: `init`, `send`, `wait`, `status`, `read_status`, `cancel`, `clear`, `end`
+(SPEC 4).
 
 Each returns the dict the CLI prints and raises `ToolError` subclasses carrying `code` and
 `reason`. `unit` calls these in-process; the only processes pair ever starts are the detached
@@ -7,9 +8,12 @@ supervisor and the partner it runs.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -22,6 +26,7 @@ from pair.environment import detect_lead, partner_environment
 from pair.errors import StateError, UsageError
 from pair.git import locate
 from pair.partners import LEADS
+from pair.receipts import failure_fields
 from pair.state import (
     TURN_KINDS,
     Marker,
@@ -29,16 +34,25 @@ from pair.state import (
     PairPaths,
     Session,
     acquire_marker,
+    crash_point,
     load_session,
     marker_mutex,
     read_marker,
     read_receipt,
     release_owned_marker,
     save_session,
+    write_marker,
 )
 from registry.atomic import ensure_private_dir, remove_file, write_text_atomic
-from registry.processes import ProcessIdentity, current_identity, is_alive
-from registry.timeutil import iso_from_epoch, iso_z, stamp
+from registry.processes import (
+    ProcessIdentity,
+    current_identity,
+    group_members,
+    identify,
+    is_alive,
+    kill_tree,
+)
+from registry.timeutil import iso_from_epoch, iso_z, seconds_from_env, stamp
 
 if TYPE_CHECKING:
     from pair.models import Resolution
@@ -116,6 +130,7 @@ def session_view(paths: PairPaths, session: Session) -> dict[str, Any]:
         "resolved_at": session.resolved_at,
         "partner_bin": session.partner_bin,
         "partner_bin_version": session.partner_bin_version,
+        "branch": session.branch,
         "seq": session.seq,
         "created_at": session.created_at,
         "worktree": session.worktree,
@@ -140,12 +155,14 @@ def init(
     idle_min: float | str | None = None,
     total_min: float | str | None = None,
     on_partner_start: Callable[[ProcessIdentity], None] | None = None,
+    branch: str | None = None,
 ) -> dict[str, Any]:
     """Create the worktree's pair session, or resume the one already there.
 
     A streaming partner runs a read-only bootstrap turn to obtain a resumable session id, holding
     the in-flight marker meanwhile; `on_partner_start` receives the bootstrap's process identity
-    before anything waits on it (unit journals it).
+    before anything waits on it (unit journals it). `branch` is the branch the session's
+    writable turns may move (the ref audit); without it, each turn allows the worktree's branch.
     """
     from pair.bootstrap import BOOTSTRAP_IDLE_MINUTES, BOOTSTRAP_TOTAL_MINUTES, run_bootstrap
     from pair.identity import identity_home, refuse_same_cli
@@ -174,7 +191,9 @@ def init(
                 f"{existing.sid}) — end it first to pair with identity {requested_identity}",
             )
         return {"ok": True, "status": "resumed", **session_view(paths, existing)}
-    adapter.validate_staffing(model=model, effort=effort, identity=requested_identity)
+    adapter.validate_staffing(
+        model=model, effort=effort, identity=requested_identity, writable=role == "executor"
+    )
     home = identity_home(partner, requested_identity)
     refuse_same_cli(lead=lead_name, partner=partner, partner_home=home)
     _refuse_existing_marker(paths, root)
@@ -195,6 +214,7 @@ def init(
         resolved_at=resolution.resolved_at,
         partner_bin=binary if partner != "script" else None,
         partner_bin_version=version,
+        branch=branch,
         worktree=str(root),
         state_dir=str(paths.state_dir),
         transcripts=str(paths.transcripts_dir),
@@ -243,11 +263,12 @@ def _refuse_existing_marker(paths: PairPaths, root: Path) -> None:
 def _binary_and_model(
     adapter: Partner, model: str | None, effort: str | None, home: str | None
 ) -> tuple[str, str | None, Resolution]:
-    """The partner's binary (verified for Codex, with its version) and the model resolution."""
+    """The partner's binary, its version (preflight: its help names every flag the adapter
+    passes) and the model resolution."""
     from pair.models import resolve
 
     binary = adapter.binary()
-    version = _verify_codex(binary) if adapter.name == "codex" else None
+    version = adapter.verify_cli(binary)
     resolution = resolve(
         partner=adapter.name,
         model=model,
@@ -259,32 +280,6 @@ def _binary_and_model(
     return binary, version, resolution
 
 
-def _verify_codex(binary: str) -> str:
-    """The Codex binary must answer `--version` (its output is recorded)."""
-    failure = None
-    try:
-        completed = subprocess.run(
-            [binary, "--version"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-        version = completed.stdout.strip()
-        if completed.returncode != 0 or not version:
-            failure = completed.stderr.strip() or f"exit {completed.returncode}"
-    except (OSError, subprocess.SubprocessError) as error:
-        failure, version = str(error), ""
-    if failure is not None:
-        raise UsageError(
-            "partner-not-installed",
-            f"the Codex binary could not be verified — set UNITMGR_CODEX_BIN to an installed "
-            f"codex: cannot run {binary} --version ({failure})",
-        )
-    return version
-
-
 def resolve_model(
     *, partner: str, model: str, effort: str | None = None, identity: str | None = None
 ) -> dict[str, Any]:
@@ -294,7 +289,9 @@ def resolve_model(
 
     adapter = adapter_for(partner)
     requested_identity = identity or "default"
-    adapter.validate_staffing(model=model, effort=effort, identity=requested_identity)
+    adapter.validate_staffing(
+        model=model, effort=effort, identity=requested_identity, writable=False
+    )
     home = identity_home(partner, requested_identity)
     binary, _, resolution = _binary_and_model(adapter, model, effort, home)
     document: dict[str, Any] = {
@@ -349,6 +346,7 @@ def send(
     lead_name = resolve_lead(lead) if lead is not None else None
     root, paths = _paths(repo)
     session = _require_session(paths)
+    version = _recheck_partner_cli(session)
     lease = write if write is not None else session.role == "executor"
     default_idle, default_total = default_budgets(kind, lease)
     idle = idle or default_idle
@@ -358,11 +356,17 @@ def send(
     launcher = current_identity(argv0="pair send")
 
     def build() -> Marker:
-        # Read under the marker lock: a slower concurrent send cannot reuse this number.
+        # Read and saved under the marker lock: a slower concurrent send cannot reuse this
+        # number, and a send killed right after it cannot either (the sequence advances before
+        # the turn runs, before the marker even exists).
         nonlocal session
         session = _require_session(paths)
+        session.seq += 1
+        session.latest_kind = kind
+        session.partner_bin_version = version
+        save_session(paths, session)
         return Marker(
-            seq=session.seq + 1,
+            seq=session.seq,
             kind=kind,
             owner_token=token,
             started_at=iso_z(),
@@ -373,11 +377,7 @@ def send(
         )
 
     seq = acquire_marker(paths, build, root).seq
-    # The sequence advances before the turn runs: a killed send never lets the next one reuse a
-    # number the partner may have seen.
-    session.seq = seq
-    session.latest_kind = kind
-    save_session(paths, session)
+    crash_point("pair-send", "marker")
     header_lead = lead_name or detect_lead() or session.lead
     prompt = f"[agent {header_lead} -> {session.partner} kind={kind} sid={session.sid}]\n\n"
     prompt += body.rstrip() + "\n"
@@ -387,6 +387,15 @@ def send(
     if background:
         return running
     return wait(root, seq=seq, timeout_min=(total * 60 + SYNC_SEND_SLACK_SECONDS) / 60)
+
+
+def _recheck_partner_cli(session: Session) -> str | None:
+    """Preflight again when the recorded binary's version moved (cached: free when unchanged)."""
+    from pair.partners import adapter_for
+
+    if not session.partner_bin:
+        return session.partner_bin_version
+    return adapter_for(session.partner).verify_cli(session.partner_bin)
 
 
 def _start_supervisor(
@@ -418,12 +427,16 @@ def _start_supervisor(
     except OSError as error:
         release_owned_marker(paths, token)
         raise StateError(
-            "supervisor-failed", f"could not start the detached turn supervisor: {error}"
+            "supervisor-failed",
+            f"could not start the detached turn supervisor: {error}",
+            next_step=f"fix the cause, then resend: pair send --repo {root} --kind {kind} "
+            "--body-file FILE",
         ) from None
     finally:
         os.close(log_fd)
     receipt_file = paths.turn_file(seq, kind, "-receipt.json")
-    deadline = time.monotonic() + HANDSHAKE_SECONDS
+    handshake = seconds_from_env("UNITMGR_PAIR_HANDSHAKE_SECONDS", HANDSHAKE_SECONDS)
+    deadline = time.monotonic() + handshake
     while True:
         if receipt_file.exists():
             # Finished (or failed to start) before the handshake: the receipt is the answer.
@@ -447,14 +460,39 @@ def _start_supervisor(
                 "supervisor-failed",
                 f"the detached supervisor pid {supervisor.pid} exited before startup — see "
                 f"{log_file}",
+                next_step=f"read {log_file}, then resend: pair send --repo {root} --kind {kind} "
+                "--body-file FILE",
             )
         if time.monotonic() > deadline:
+            _stop_late_supervisor(paths, supervisor, token)
             raise StateError(
                 "supervisor-failed",
                 f"the detached supervisor pid {supervisor.pid} did not start within "
-                f"{int(HANDSHAKE_SECONDS)}s — see {log_file}",
+                f"{handshake:g}s and was stopped — see {log_file}",
+                detail={"seq": seq, "supervisor_pid": supervisor.pid},
+                next_step=f"read {log_file}, then resend: pair send --repo {root} --kind {kind} "
+                "--body-file FILE",
             )
         time.sleep(0.01)
+
+
+def _stop_late_supervisor(
+    paths: PairPaths, supervisor: subprocess.Popen[bytes], token: str
+) -> None:
+    """Kill a supervisor that missed its handshake, with its group and every descendant (a
+    partner it may have started meanwhile), then release the marker: no orphan may run the turn
+    later. It is our child and not yet reaped, so its pid cannot belong to anyone else."""
+    found = identify(supervisor.pid, argv0="pair _supervise")
+    if found is not None:
+        # No grace: on SIGTERM a supervisor would still finish and write a receipt.
+        kill_tree(
+            ProcessIdentity(pid=found.pid, create_time=found.create_time, pgid=supervisor.pid),
+            grace_seconds=0.0,
+        )
+    with contextlib.suppress(ProcessLookupError):
+        supervisor.kill()
+    supervisor.wait()
+    release_owned_marker(paths, token)
 
 
 def _running_view(
@@ -495,7 +533,7 @@ def wait(
     minutes = parse_minutes(timeout_min, "--timeout-min") or DEFAULT_WAIT_MINUTES
     if seq is not None and seq < 1:
         raise UsageError("invalid-seq", f"--seq must be a positive integer, got {seq}")
-    _, paths = _paths(repo)
+    root, paths = _paths(repo)
     session = _require_session(paths)
     target = seq if seq is not None else session.seq
     if target < 1:
@@ -525,27 +563,35 @@ def wait(
                 lost = _lost_reason(own_marker)
                 if lost is not None:
                     return {
-                        "ok": False,
-                        "status": "worker-lost",
-                        "seq": target,
-                        "reason": lost,
+                        **_unfinished("worker-lost", root, target, own_marker.kind, lost),
                         "partner_pid": (own_marker.partner or {}).get("pid"),
                     }
         elif now - started > NO_MARKER_GRACE_SECONDS:
-            return {
-                "ok": False,
-                "status": "worker-lost",
-                "seq": target,
-                "reason": "the turn has no receipt and no in-flight marker",
-            }
+            return _unfinished(
+                "worker-lost",
+                root,
+                target,
+                None,
+                "the turn has no receipt and no in-flight marker",
+            )
         if now > deadline:
-            return {
-                "ok": False,
-                "status": "wait-timeout",
-                "seq": target,
-                "reason": f"no receipt appeared within {minutes:g}m",
-            }
-        time.sleep(WAIT_POLL_SECONDS)
+            kind = own_marker.kind if own_marker is not None else None
+            return _unfinished(
+                "wait-timeout", root, target, kind, f"no receipt appeared within {minutes:g}m"
+            )
+        # Closely at first: a short turn's receipt is usually there within a second.
+        time.sleep(WAIT_POLL_SECONDS if now - started > 1.0 else WAIT_POLL_SECONDS / 5)
+
+
+def _unfinished(status: str, root: Path, seq: int, kind: str | None, reason: str) -> dict[str, Any]:
+    """`wait`'s own answer when there is no receipt: `worker-lost` or `wait-timeout`."""
+    return {
+        "ok": False,
+        "status": status,
+        **failure_fields(status, root=root, seq=seq, kind=kind),
+        "seq": seq,
+        "reason": reason,
+    }
 
 
 def _lost_reason(marker: Marker) -> str | None:
@@ -656,6 +702,219 @@ def status(repo: str | Path) -> dict[str, Any]:
         session.sid, identity_home=session.identity_home, worktree=Path(session.worktree)
     )
     return view
+
+
+def ended_receipt(
+    state_dir: str | Path, seq: int, *, settle_seconds: float = 5.0
+) -> dict[str, Any] | None:
+    """The receipt of turn `seq` if that turn has already ended, else None.
+
+    A turn whose partner has exited is over even while its supervisor is still writing the
+    receipt: that receipt is waited for (up to `settle_seconds`). While the partner runs, None
+    at once — nothing here waits on a running turn.
+    """
+    paths = PairPaths(Path(state_dir))
+    deadline = time.monotonic() + settle_seconds
+    while True:
+        session = load_session(paths)
+        receipt_path = _receipt_path(paths, session, seq) if session else None
+        receipt = read_receipt(receipt_path) if receipt_path else None
+        if receipt is not None and "unreadable" not in receipt:
+            return receipt
+        try:
+            marker = read_marker(paths)
+        except MarkerUnreadable:
+            return None
+        if marker is None or marker.seq != seq:
+            return None  # no receipt and no marker: `wait` calls that worker-lost
+        partner = ProcessIdentity.from_json(marker.partner)
+        if partner is None or is_alive(partner) or time.monotonic() > deadline:
+            return None
+        time.sleep(WAIT_POLL_SECONDS / 5)
+
+
+# -- cancel ----------------------------------------------------------------------------------
+
+CANCEL_GRACE_SECONDS = 5.0
+# The supervisor's kill (SIGTERM, SIGKILL after 5 s), its sweep and its receipt, with slack.
+CANCEL_WAIT_SECONDS = 20.0
+DEFAULT_CANCEL_REASON = "cancelled by the lead"
+
+
+def cancel(
+    repo: str | Path, *, seq: int | None = None, reason: str | None = None
+) -> dict[str, Any]:
+    _, paths = _paths(repo)
+    return cancel_state(paths.state_dir, seq=seq, reason=reason)
+
+
+def cancel_state(
+    state_dir: str | Path, *, seq: int | None = None, reason: str | None = None
+) -> dict[str, Any]:
+    """End the in-flight turn: its partner's group and every descendant get SIGTERM, SIGKILL
+    after 5 s; the receipt says `cancelled` with `reason`; the marker is released.
+
+    The supervisor does the work (it owns the receipt and is the subreaper of the partner's
+    descendants): the reason goes into the marker, then the supervisor gets SIGTERM. When no
+    supervisor is alive to do it, this does it itself. Returns only once no process of the turn
+    is alive. Repeated on a cancelled turn it answers with the same receipt (`repeated: true`).
+    """
+    if seq is not None and seq < 1:
+        raise UsageError("invalid-seq", f"--seq must be a positive integer, got {seq}")
+    paths = PairPaths(Path(state_dir))
+    session = _require_session(paths)
+    why = (reason or "").strip() or DEFAULT_CANCEL_REASON
+    marker = _request_cancel(paths, session, seq, why)
+    if marker is None:
+        target = seq if seq is not None else session.seq
+        receipt_path = _receipt_path(paths, session, target)
+        receipt = read_receipt(receipt_path) if receipt_path else None
+        if receipt is not None and receipt.get("status") == "cancelled":
+            return _cancel_document(receipt, repeated=True)
+        raise _nothing_to_cancel(session, target, receipt)
+    receipt = _await_cancel(paths, session, marker)
+    if receipt.get("status") != "cancelled":
+        raise _nothing_to_cancel(session, marker.seq, receipt)
+    return _cancel_document(receipt, repeated=False)
+
+
+def _request_cancel(paths: PairPaths, session: Session, seq: int | None, why: str) -> Marker | None:
+    """Record the cancel in the marker of the turn in flight; None when none (or not `seq`)."""
+    with marker_mutex(paths):
+        try:
+            marker = read_marker(paths)
+        except MarkerUnreadable:
+            raise StateError(
+                "marker-unreadable",
+                f"the in-flight marker {paths.marker_file} cannot be read — inspect it, confirm "
+                "no partner process remains, then run pair clear",
+                next_step=f"pair clear --repo {session.worktree}",
+            ) from None
+        if marker is None or (seq is not None and marker.seq != seq):
+            return None
+        if marker.seq == 0:
+            raise StateError(
+                "bootstrap-in-flight",
+                f"a bootstrap is in flight in {paths.state_dir}, not a turn — interrupt the pair "
+                "init that runs it",
+                next_step="interrupt the running pair init (or unit create); then pair clear",
+            )
+        if marker.cancel is None:  # a cancel already asked is waited for, not asked again
+            marker.cancel = {"reason": why, "requested_at": iso_z()}
+            write_marker(paths, marker)
+        return marker
+
+
+def _await_cancel(paths: PairPaths, session: Session, marker: Marker) -> dict[str, Any]:
+    """Signal the turn's supervisor until its receipt is written and the marker released; kill
+    the turn here when no supervisor is left to do it. The receipt."""
+    receipt_file = paths.turn_file(marker.seq, marker.kind, "-receipt.json")
+    deadline = time.monotonic() + CANCEL_WAIT_SECONDS
+    signalled: set[int] = set()
+    while True:
+        try:
+            current = read_marker(paths)
+        except MarkerUnreadable:
+            current = marker
+        if current is None or current.owner_token != marker.owner_token:
+            receipt = read_receipt(receipt_file)
+            if receipt is not None and "unreadable" not in receipt:
+                _confirm_dead(marker)
+                return receipt
+        else:
+            marker = current  # the latest view: the partner may have been recorded since
+            supervisor = ProcessIdentity.from_json(marker.supervisor)
+            launcher = ProcessIdentity.from_json(marker.launcher)
+            stuck = time.monotonic() > deadline
+            if supervisor is not None and is_alive(supervisor) and not stuck:
+                if supervisor.pid not in signalled:
+                    os.kill(supervisor.pid, signal.SIGTERM)
+                    signalled.add(supervisor.pid)
+            elif supervisor is not None or stuck or not is_alive(launcher):
+                # Nobody left (or able) to write the receipt: a dead supervisor, a send killed
+                # before its supervisor took the turn, or a supervisor that does not answer.
+                if supervisor is not None:
+                    kill_tree(supervisor, grace_seconds=0.0)
+                receipt = _cancel_unsupervised(paths, session, marker)
+                if receipt is not None:
+                    _confirm_dead(marker)
+                    return receipt
+        time.sleep(WAIT_POLL_SECONDS)
+
+
+def _cancel_unsupervised(
+    paths: PairPaths, session: Session, marker: Marker
+) -> dict[str, Any] | None:
+    """Kill what remains of a turn with no supervisor, write its receipt and release its marker;
+    None when the marker stopped being this turn's meanwhile (its supervisor finished)."""
+    from pair.receipts import minimal_receipt
+
+    partner = ProcessIdentity.from_json(marker.partner)
+    killed = kill_tree(partner, grace_seconds=CANCEL_GRACE_SECONDS) if partner else []
+    why = str((marker.cancel or {}).get("reason") or DEFAULT_CANCEL_REASON)
+    receipt = minimal_receipt(
+        paths,
+        session,
+        marker,
+        status="cancelled",
+        reason=f"cancelled: {why} (no supervisor was left; cancel stopped the partner itself)",
+        supervisor_pid=(marker.supervisor or {}).get("pid"),
+        started_at=None,
+        leftovers=[{"pid": pid, "argv": []} for pid in killed if partner and pid != partner.pid],
+    )
+    with marker_mutex(paths):
+        try:
+            current = read_marker(paths)
+        except MarkerUnreadable:
+            current = marker
+        if current is None or current.owner_token != marker.owner_token:
+            return None
+        write_text_atomic(Path(receipt["receipt_file"]), json.dumps(receipt, indent=2) + "\n")
+        remove_file(paths.marker_file)
+    return receipt
+
+
+def _confirm_dead(marker: Marker) -> None:
+    """No process of the cancelled turn may be alive when cancel returns."""
+    partner = ProcessIdentity.from_json(marker.partner)
+    if partner is not None and (
+        is_alive(partner) or (partner.pgid is not None and group_members(partner.pgid))
+    ):
+        kill_tree(partner, grace_seconds=CANCEL_GRACE_SECONDS)
+    supervisor = ProcessIdentity.from_json(marker.supervisor)
+    # It has written its receipt and released the marker: it only has to exit.
+    if supervisor is not None and not _gone_within(supervisor, CANCEL_GRACE_SECONDS):
+        kill_tree(supervisor, grace_seconds=0.0)
+
+
+def _gone_within(identity: ProcessIdentity, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while is_alive(identity):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(WAIT_POLL_SECONDS)
+    return True
+
+
+def _nothing_to_cancel(session: Session, seq: int, receipt: dict[str, Any] | None) -> StateError:
+    ended = f" — seq {seq} already ended {receipt.get('status')}" if receipt else ""
+    return StateError(
+        "no-turn-in-flight",
+        f"no turn is in flight in {session.worktree}{ended}",
+        detail={"seq": seq, "receipt": receipt},
+        next_step=f"pair status --repo {session.worktree}",
+    )
+
+
+def _cancel_document(receipt: dict[str, Any], *, repeated: bool) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "status": "cancelled",
+        "seq": receipt.get("seq"),
+        "reason": receipt.get("reason"),
+        "repeated": repeated,
+        "receipt": receipt,
+    }
 
 
 # -- clear / end -----------------------------------------------------------------------------

@@ -162,7 +162,7 @@ def _bootstrap(
         adapter,
         request,
         transcript=transcript,
-        budgets=Budgets(idle_minutes * 60, total_minutes * 60),
+        budgets=Budgets(idle_minutes * 60, total_minutes * 60, raise_with="pair init"),
         environment=partner_environment(codex_home=session.identity_home),
         on_partner_start=started,
     )

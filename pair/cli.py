@@ -113,6 +113,20 @@ def status(repo: Repo = ".") -> dict[str, object]:
 
 
 @app.command()
+def cancel(
+    repo: Repo = ".",
+    seq: Annotated[
+        int | None, typer.Option("--seq", help="The turn to cancel (default: the one in flight).")
+    ] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why; recorded in the receipt.")
+    ] = None,
+) -> dict[str, object]:
+    """Stop the in-flight turn (its whole process tree); its receipt says cancelled."""
+    return api.cancel(repo, seq=seq, reason=reason)
+
+
+@app.command()
 def clear(repo: Repo = ".") -> dict[str, object]:
     """Remove a dead turn's in-flight marker (refuses while any of its processes live)."""
     return api.clear(repo)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import selectors
 import subprocess
 import time
@@ -21,6 +22,9 @@ from registry.timeutil import iso_from_epoch, iso_z, utc_now
 READ_METHODS = ("account/read", "account/rateLimits/read", "model/list")
 MAX_PAGES = 20
 CLIENT_INFO = {"name": "unitmgr", "title": "unitmgr pair", "version": "0.1.0"}
+# How the app-server refuses `account/rateLimits/read` for an account that cannot report limits
+# ("codex account authentication required" under API-key auth): a refusal that never changes.
+AUTHENTICATION_REFUSAL = re.compile(r"(?i)\bauthentication required\b")
 
 
 class CodexRpcError(Exception):
@@ -178,7 +182,9 @@ def epoch_iso(value: Any) -> str | None:
 def rate_limits(
     *, binary: str, codex_home: str | None, environment: dict[str, str]
 ) -> dict[str, Any]:
-    """`{read_at, primary, secondary}` from `account/rateLimits/read`, or `{error}`."""
+    """`{available: true, read_at, primary, secondary}` from `account/rateLimits/read`;
+    `{available: false, why}` when the account cannot report limits (API-key or custom-provider
+    auth is refused with an authentication error, every time); else `{error}`."""
     try:
         result = call(
             "account/rateLimits/read",
@@ -188,6 +194,8 @@ def rate_limits(
             environment=environment,
         )
     except CodexRpcError as error:
+        if AUTHENTICATION_REFUSAL.search(str(error)):
+            return {"available": False, "why": str(error)}
         return {"error": str(error)}
     by_id = result.get("rateLimitsByLimitId")
     limits = by_id.get("codex") if isinstance(by_id, dict) else None
@@ -196,6 +204,7 @@ def rate_limits(
     if not isinstance(limits, dict):
         return {"error": "account/rateLimits/read answered without rateLimits"}
     return {
+        "available": True,
         "read_at": iso_z(utc_now()),
         "primary": _window(limits.get("primary")),
         "secondary": _window(limits.get("secondary")),

@@ -10,7 +10,6 @@ the newest version are ambiguous and refused.
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,25 +84,16 @@ def newest(candidates: list[tuple[str, str]], what: str) -> str:
 
 
 def _listing(argv: list[str], environment: dict[str, str]) -> str:
-    try:
-        completed = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=LISTING_TIMEOUT_SECONDS,
-            env=environment,
-            start_new_session=True,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as error:
-        raise UsageError("model-unresolved", f"cannot run {' '.join(argv)}: {error}") from None
-    if completed.returncode != 0:
+    from pair.partners.preflight import run_probe
+
+    code, out, err = run_probe(argv, environment=environment, timeout=LISTING_TIMEOUT_SECONDS)
+    if code is None:
+        raise UsageError("model-unresolved", f"cannot run {' '.join(argv)}: {err}")
+    if code != 0:
         raise UsageError(
-            "model-unresolved",
-            f"{' '.join(argv)} exited {completed.returncode}: {completed.stderr.strip()[-300:]}",
+            "model-unresolved", f"{' '.join(argv)} exited {code}: {err.strip()[-300:]}"
         )
-    return completed.stdout
+    return out
 
 
 def resolve(

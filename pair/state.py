@@ -20,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
+import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +85,10 @@ class Session(Record):
     resolved_at: str | None = None
     partner_bin: str | None = None
     partner_bin_version: str | None = None
+    # The branch writable turns may move (the ref audit); None: the worktree's branch per turn.
+    branch: str | None = None
+    # identity -> why: the account cannot report rate limits, so no turn asks again.
+    rate_limits_refused: dict[str, str] | None = None
     worktree: str
     state_dir: str
     transcripts: str
@@ -102,6 +108,7 @@ class Marker(Record):
     supervisor: dict[str, Any] | None = None
     partner: dict[str, Any] | None = None
     heavy_queue: dict[str, Any] | None = None
+    cancel: dict[str, Any] | None = None  # {reason, requested_at}: `pair cancel` asked
 
     def identities(self) -> list[ProcessIdentity]:
         found = []
@@ -122,6 +129,15 @@ class Marker(Record):
             if members:
                 return members[0]
         return None
+
+
+def crash_point(command: str, step: str) -> None:
+    """SPEC 8's test hook, for pair's own steps: with `UNITMGR_TEST_HOOKS=1` and
+    `UNITMGR_TEST_CRASH_AFTER=<command>:<step>:done`, SIGKILL this process right here."""
+    if os.environ.get("UNITMGR_TEST_HOOKS") != "1":
+        return
+    if os.environ.get("UNITMGR_TEST_CRASH_AFTER") == f"{command}:{step}:done":
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def read_json(path: Path) -> Any:
@@ -256,12 +272,14 @@ def acquire_marker(paths: PairPaths, build: Callable[[], Marker], root: Path) ->
                     f"seq {holder.seq} is in flight as pid {pid} since {holder.started_at} — a "
                     "pair runs one turn at a time; wait for it",
                     detail={"seq": holder.seq, "pid": pid},
+                    next_step=f"pair wait --repo {root} (or stop it: pair cancel --repo {root})",
                 )
             raise StateError(
                 "turn-lost",
                 f"seq {holder.seq} was left in flight since {holder.started_at} and none of its "
                 f"processes are alive — clear it with: pair clear --repo {root}",
                 detail={"seq": holder.seq},
+                next_step=f"pair clear --repo {root}",
             )
         marker = build()
         write_marker(paths, marker)

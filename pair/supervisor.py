@@ -3,41 +3,74 @@
 `send` starts it in its own session with stdin from /dev/null and stdout/stderr to the turn's
 `-supervisor.log`, so nobody capturing `send`'s output waits for it. It proves it owns the
 in-flight marker (same seq and owner token), records itself and then the partner in the marker,
-runs the turn (`pair.turn`), writes the reply and the receipt atomically, and only then releases
-the marker. If anything goes wrong it still writes a `failed` receipt and releases the marker; if
-it is killed, `wait` reports `worker-lost` and `clear` recovers.
+makes itself the child subreaper of the partner's descendants, runs the turn (`pair.turn`),
+kills whatever of the turn is still running, writes the reply and the receipt atomically, and only
+then releases the marker. If anything goes wrong it still writes a `failed` receipt and releases
+the marker; if it is killed, `wait` reports `worker-lost` and `clear` recovers.
+
+SIGTERM is a cancel (`pair cancel` records its reason in the marker first): the partner's tree is
+killed and the receipt says `cancelled`.
 
 It imports neither GitPython nor PyGithub.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
+import signal
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
-from pair import codex_rpc
+from pair import git as pair_git
 from pair.environment import partner_environment
 from pair.partners import adapter_for
 from pair.partners.base import TurnOutcome, TurnRequest
+from pair.reaper import become_subreaper, sweep_descendants
+from pair.receipts import failure_fields, minimal_receipt
 from pair.state import (
     Marker,
+    MarkerUnreadable,
     PairPaths,
     Session,
     load_session,
+    marker_mutex,
     read_marker,
     release_owned_marker,
+    save_session,
     update_owned_marker,
 )
 from pair.turn import DEFAULT_BUDGET_MINUTES, HEAVY_PROBE_SECONDS, Budgets, TurnResult, run_turn
 from registry.atomic import write_text_atomic
-from registry.processes import ProcessIdentity, current_identity, kill_tree
+from registry.processes import ProcessIdentity, current_identity
 from registry.timeutil import iso_z, seconds_from_env
 
 EXIT_NOT_OWNER = 2
+SIGTERM_REASON = "the supervisor received SIGTERM"
+CLAUDE_API_KEY_LIMITS = (
+    "claude runs under an API key (ANTHROPIC_API_KEY), whose stream carries no rate_limit_event"
+)
+
+
+class _Stop:
+    """Set by the SIGTERM handler; the turn loop polls it (a handler must not do the work)."""
+
+    signalled = False
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    _Stop.signalled = True
+
+
+def passed(value: str | None, argv: list[str]) -> str | None:
+    """`value` when the command line passes it (as a word, or as `key=value` / `key="value"`)."""
+    if value is None:
+        return None
+    for word in argv:
+        if word == value or word.endswith((f"={value}", f'="{value}"')):
+            return value
+    return None
 
 
 def build_receipt(
@@ -45,77 +78,143 @@ def build_receipt(
     paths: PairPaths,
     session: Session,
     marker: Marker,
+    request: TurnRequest,
     result: TurnResult,
     supervisor_pid: int,
     started_at: str,
     rate_limits: dict[str, Any] | None,
+    leftovers: list[dict[str, Any]],
+    foreign_ref_changes: list[dict[str, Any]] | None,
 ) -> dict[str, Any]:
     seq, kind = marker.seq, marker.kind
     outcome = result.outcome
-    reply_file = paths.turn_file(seq, kind, "-reply.md")
-    return {
-        "seq": seq,
-        "kind": kind,
-        "sid": session.sid,
-        "partner": session.partner,
-        "write": marker.write,
-        "command": result.command,
-        "ok": result.status == "replied",
-        "status": result.status,
-        "reason": outcome.reason,
-        "exit_code": result.exit_code,
-        "seconds": result.seconds,
-        "reply": outcome.reply,
-        "partial_reply": result.partial_reply,
-        "heavy_queue": result.heavy_queue,
-        "throttle_signals": result.throttle_signals,
-        "rate_limits": rate_limits,
-        "receipt_file": str(paths.turn_file(seq, kind, "-receipt.json")),
-        "transcript": str(paths.turn_file(seq, kind, ".log")),
-        "prompt_file": str(paths.turn_file(seq, kind, "-prompt.md")),
-        "reply_file": str(reply_file) if outcome.reply else None,
-        "started_at": started_at,
-        "finished_at": iso_z(),
-        "supervisor_pid": supervisor_pid,
-        "partner_pid": result.partner.pid if result.partner else None,
-        "budgets": {"idle_seconds": marker.idle_seconds, "total_seconds": marker.total_seconds},
-    }
+    retry_after = getattr(outcome, "retry_after_seconds", None)
+    ok = result.status == "replied"
+    # The minimal receipt names every key; the turn's own facts replace its plain values.
+    receipt = minimal_receipt(
+        paths,
+        session,
+        marker,
+        status=result.status,
+        reason=outcome.reason or "",
+        supervisor_pid=supervisor_pid,
+        started_at=started_at,
+        leftovers=leftovers,
+    )
+    if ok:
+        del receipt["code"], receipt["next"]
+    else:  # worded again: a rate limit's next step names its wait
+        receipt.update(
+            failure_fields(
+                result.status,
+                root=session.worktree,
+                seq=seq,
+                kind=kind,
+                transcript=receipt["transcript"],
+                retry_after_seconds=retry_after,
+            )
+        )
+    receipt.update(
+        {
+            "model": passed(request.model, result.command),
+            "effort": passed(request.effort, result.command),
+            "command": result.command,
+            "ok": ok,
+            "reason": outcome.reason,
+            "exit_code": result.exit_code,
+            "seconds": result.seconds,
+            "reply": outcome.reply,
+            "partial_reply": result.partial_reply,
+            "heavy_queue": result.heavy_queue,
+            "throttle_signals": result.throttle_signals,
+            "rate_limits": rate_limits,
+            "retry_after_seconds": retry_after,
+            "foreign_ref_changes": foreign_ref_changes,
+            "reply_file": str(paths.turn_file(seq, kind, "-reply.md")) if outcome.reply else None,
+            "partner_pid": result.partner.pid if result.partner else None,
+        }
+    )
+    return receipt
 
 
 def resume_model(session: Session) -> str | None:
-    """The model flag of a resumed turn: the script's command line, or Claude's pinned model.
+    """The model a resumed turn is handed: the script's command line, else the resolved model.
 
     Claude gets the model its bootstrap reported on every turn, so a moving alias never changes
-    a live session; the other CLIs take their model only when the session is created.
+    a live session; `codex exec resume` does not keep the thread's model, so it needs it again.
+    Whether an adapter passes it is its own business: the receipt's `model` is what the command
+    line passed.
     """
     if session.partner == "script":
         return session.model
-    if session.partner == "claude":
+    if session.partner in ("claude", "codex"):
         return session.model_resolved
     return None
 
 
 def read_rate_limits(
-    session: Session, result: TurnResult, environment: dict[str, str]
+    paths: PairPaths, session: Session, result: TurnResult, environment: dict[str, str]
 ) -> dict[str, Any] | None:
     """Codex: its app-server's `account/rateLimits/read`; Claude: its `rate_limit_event`.
 
-    Whatever the partner or its app-server says, this never stops the receipt from being
-    written: a value it cannot read becomes `{error}`.
+    An account that cannot report limits (`{available: false, why}`) is remembered per identity
+    in the session, so no later turn starts the app-server to be refused again. Whatever the
+    partner or its app-server says, this never stops the receipt from being written: a value it
+    cannot read becomes `{error}`.
     """
+    from pair import codex_rpc  # only codex and claude turns need it: off the start-up path
+
     try:
         if session.partner == "codex" and session.partner_bin:
-            return codex_rpc.rate_limits(
+            refused = (session.rate_limits_refused or {}).get(session.identity)
+            if refused:
+                return {"available": False, "why": refused}
+            limits = codex_rpc.rate_limits(
                 binary=session.partner_bin,
                 codex_home=session.identity_home,
                 environment=environment,
             )
+            if limits.get("available") is False:
+                remember_refusal(paths, session.identity, str(limits.get("why")))
+            return limits
         event = result.outcome.extra.get("rate_limit_event")
         if session.partner == "claude" and isinstance(event, dict):
             return codex_rpc.claude_rate_limit(event)
+        if session.partner == "claude" and environment.get("ANTHROPIC_API_KEY"):
+            return {"available": False, "why": CLAUDE_API_KEY_LIMITS}
     except Exception as error:
         return {"error": f"rate limits unreadable: {type(error).__name__}: {error}"}
     return None
+
+
+def remember_refusal(paths: PairPaths, identity: str, why: str) -> None:
+    """Record in the session that `identity`'s account cannot report rate limits."""
+    with marker_mutex(paths):
+        session = load_session(paths)
+        if session is None:
+            return
+        session.rate_limits_refused = {**(session.rate_limits_refused or {}), identity: why}
+        save_session(paths, session)
+
+
+def audit_refs(paths: PairPaths, session: Session) -> dict[str, str] | None:
+    """The refs before a writable turn (None when git cannot list them: no audit then)."""
+    try:
+        return pair_git.ref_snapshot(Path(session.worktree), paths.state_dir.parent)
+    except Exception as error:
+        print(f"ref audit unavailable: {error}", file=sys.stderr)
+        return None
+
+
+def foreign_changes(
+    paths: PairPaths, session: Session, before: dict[str, str] | None, branch: str | None
+) -> list[dict[str, Any]] | None:
+    if before is None:
+        return None
+    after = audit_refs(paths, session)
+    if after is None:
+        return None
+    return list(pair_git.foreign_ref_changes(before, after, branch))
 
 
 def supervise(state_dir: Path, seq: int, token: str) -> int:
@@ -125,14 +224,53 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
     if session is None or marker is None or marker.seq != seq or marker.owner_token != token:
         return EXIT_NOT_OWNER
     me = current_identity(argv0="pair _supervise")
+    # Before it is named in the marker: from then on a cancel may signal it at any moment.
+    signal.signal(signal.SIGTERM, _on_sigterm)
     # The supervisor owns the turn from here: the launcher (possibly a long-lived caller of the
     # library, like `unit`) no longer keeps it "alive" for `clear` and `send`.
     owned = update_owned_marker(paths, token, supervisor=me.to_json(), launcher=None)
     if owned is None:
         return EXIT_NOT_OWNER
-    marker = owned
+    if owned.cancel:
+        _Stop.signalled = True  # cancelled before this supervisor took the turn
+    become_subreaper()  # Linux; elsewhere the partner's group and descendants are still killed
     started_at = iso_z()
-    kind = marker.kind
+    receipt_file = paths.turn_file(seq, owned.kind, "-receipt.json")
+    try:
+        try:
+            receipt = run_and_account(paths, session, owned, token, me.pid, started_at)
+        except Exception as error:  # the receipt must exist whatever happened
+            _print_traceback()
+            # Plain values only: building the full receipt (or writing the reply) is what broke.
+            receipt = minimal_receipt(
+                paths,
+                session,
+                owned,
+                status="failed",
+                reason=f"supervisor error: {type(error).__name__}: {error}",
+                supervisor_pid=me.pid,
+                started_at=started_at,
+                leftovers=sweep_descendants(),
+            )
+        write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")
+    finally:
+        note = release_owned_marker(paths, token)
+    if note:
+        receipt["in_flight_note"] = note
+        write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")
+    return 0 if receipt["ok"] else 1
+
+
+def run_and_account(
+    paths: PairPaths,
+    session: Session,
+    marker: Marker,
+    token: str,
+    supervisor_pid: int,
+    started_at: str,
+) -> dict[str, Any]:
+    """Run the turn, kill what is left of it, write the reply; the receipt to write."""
+    seq, kind = marker.seq, marker.kind
     request = TurnRequest(
         partner=session.partner,
         sid=session.sid,
@@ -147,12 +285,23 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
         partner_bin=session.partner_bin,
     )
     environment = partner_environment(codex_home=session.identity_home)
+    branch = session.branch or pair_git.current_branch(paths.state_dir.parent)
+    refs_before = audit_refs(paths, session) if marker.write else None
 
     def record_partner(identity: ProcessIdentity) -> None:
         update_owned_marker(paths, token, partner=identity.to_json())
 
     def record_heavy(queue: dict[str, Any]) -> None:
         update_owned_marker(paths, token, heavy_queue=queue)
+
+    def stop_requested() -> str | None:
+        if not _Stop.signalled:
+            return None
+        with contextlib.suppress(MarkerUnreadable):
+            current = read_marker(paths)
+            if current is not None and current.owner_token == token and current.cancel:
+                return str(current.cancel.get("reason") or SIGTERM_REASON)
+        return SIGTERM_REASON
 
     try:
         adapter = adapter_for(session.partner)
@@ -170,13 +319,10 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
             heavy_probe_seconds=seconds_from_env(
                 "UNITMGR_HEAVY_PROBE_SECONDS", HEAVY_PROBE_SECONDS
             ),
+            stop_requested=stop_requested,
         )
-    except Exception as error:  # the receipt must exist whatever happened
-        traceback.print_exc()
-        current = read_marker(paths)
-        partner = ProcessIdentity.from_json(current.partner) if current else None
-        if partner is not None:
-            kill_tree(partner)  # the turn is over: its partner must not run on unsupervised
+    except Exception as error:
+        _print_traceback()
         result = TurnResult(
             outcome=TurnOutcome(status="failed", reason=f"supervisor error: {error}"),
             exit_code=None,
@@ -184,37 +330,50 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
             command=[],
             partner=None,
         )
+    # Whatever the turn left running — in the partner's group, or escaped from it with setsid
+    # and a double fork (reparented here, the subreaper) — dies with the turn.
+    leftovers = [*result.leftovers, *sweep_descendants()]
+    changes = foreign_changes(paths, session, refs_before, branch) if marker.write else None
     if result.outcome.reply:
         write_text_atomic(request.reply_file, result.outcome.reply + "\n")
     elif request.reply_file.exists():
         # A CLI that writes its own reply file (Codex's `-o`) wrote it unredacted.
         text = request.reply_file.read_text(encoding="utf-8", errors="replace")
         write_text_atomic(request.reply_file, text)
-    receipt = build_receipt(
+    rate_limits = read_rate_limits(paths, session, result, environment)
+    if session.partner == "codex":
+        leftovers += sweep_descendants()  # anything the app-server left behind
+    return build_receipt(
         paths=paths,
         session=session,
         marker=marker,
+        request=request,
         result=result,
-        supervisor_pid=me.pid,
+        supervisor_pid=supervisor_pid,
         started_at=started_at,
-        rate_limits=read_rate_limits(session, result, environment),
+        rate_limits=rate_limits,
+        leftovers=leftovers,
+        foreign_ref_changes=changes,
     )
-    receipt_file = paths.turn_file(seq, kind, "-receipt.json")
-    write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")
-    note = release_owned_marker(paths, token)
-    if note:
-        receipt["in_flight_note"] = note
-        write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")
-    return 0 if receipt["ok"] else 1
+
+
+def _print_traceback() -> None:
+    import traceback  # only on a failure: off the start-up path
+
+    traceback.print_exc()
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="pair _supervise")
-    parser.add_argument("--state-dir", required=True)
-    parser.add_argument("--seq", type=int, required=True)
-    parser.add_argument("--token", required=True)
-    arguments = parser.parse_args(argv)
-    return supervise(Path(arguments.state_dir), arguments.seq, arguments.token)
+    """`--state-dir D --seq N --token T`, as `send` writes them (argparse costs ~15 ms a turn)."""
+    options = dict(zip(argv[::2], argv[1::2], strict=False))
+    try:
+        state_dir, seq, token = options["--state-dir"], int(options["--seq"]), options["--token"]
+    except (KeyError, ValueError):
+        print(
+            f"usage: pair _supervise --state-dir D --seq N --token T (got {argv})", file=sys.stderr
+        )
+        return EXIT_NOT_OWNER
+    return supervise(Path(state_dir), seq, token)
 
 
 if __name__ == "__main__":  # pragma: no cover (entered through `python -m pair _supervise`)

@@ -4,24 +4,28 @@ Used by the detached supervisor for every `send`. The partner runs in its own pr
 stdin from the prompt file (or /dev/null); its stdout and stderr are written to the transcript as
 they arrive (redacted, so a split token is still caught), and stdout is also kept (bounded) for the
 adapter to read the reply from. Budgets: `idle` (no output) and `total` (wall time). On a hang the
-partner's whole group and every descendant found with psutil get SIGTERM, then SIGKILL.
+partner's whole group and every descendant found with psutil get SIGTERM, then SIGKILL (after 2 s;
+after 5 s when the turn is cancelled). What the partner left running after its exit is killed too
+and described in `leftovers`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import re
 import selectors
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, TurnRequest
 from registry.atomic import FILE_MODE
-from registry.processes import ProcessIdentity, identify, kill_tree
+from registry.processes import ProcessIdentity, group_members, identify, kill_tree
 from registry.redact import StreamRedactor, redact
 from registry.timeutil import iso_z
 
@@ -29,6 +33,7 @@ STDOUT_KEEP_BYTES = 32 * 1024 * 1024
 POLL_SECONDS = 0.25
 EXIT_DRAIN_SECONDS = 0.5
 KILL_GRACE_SECONDS = 2.0
+CANCEL_GRACE_SECONDS = 5.0
 THROTTLE_PATTERN = re.compile(
     rb"(?i)(rate.?limit|too many requests|\b429\b|usage limit|quota exceeded|retry(?:ing)? in \d)"
 )
@@ -45,6 +50,7 @@ HEAVY_PROBE_SECONDS = 10.0
 class Budgets:
     idle_seconds: float
     total_seconds: float
+    raise_with: str = "pair send"  # the command whose --idle-min / --total-min raise them
 
 
 class HeavyQueue:
@@ -131,7 +137,7 @@ def queued_heavy_job(partner_pid: int) -> dict[str, Any] | None:
 
 @dataclass
 class TurnResult:
-    outcome: TurnOutcome  # its status: replied | empty-reply | failed | hang-killed
+    outcome: TurnOutcome  # replied | empty-reply | failed | rate-limited | hang-killed | cancelled
     exit_code: int | None
     seconds: float
     command: list[str]
@@ -139,6 +145,7 @@ class TurnResult:
     partial_reply: bool = False
     throttle_signals: dict[str, Any] | None = None
     heavy_queue: dict[str, Any] | None = None
+    leftovers: list[dict[str, Any]] = field(default_factory=list)  # [{pid, argv}] killed after
 
     @property
     def status(self) -> str:
@@ -186,7 +193,10 @@ def run_turn(
     on_partner_start: Callable[[ProcessIdentity], None] | None = None,
     on_heavy_change: Callable[[dict[str, Any]], None] | None = None,
     heavy_probe_seconds: float = HEAVY_PROBE_SECONDS,
+    stop_requested: Callable[[], str | None] | None = None,
 ) -> TurnResult:
+    """Run one turn. `stop_requested` is polled while the partner runs: a reason it returns
+    cancels the turn (the partner's tree is killed, the outcome is `cancelled`)."""
     started = time.monotonic()
     command = adapter.command(request)
     transcript_fd = os.open(
@@ -194,7 +204,7 @@ def run_turn(
     )
     try:
         try:
-            process = _spawn(command, request.worktree, environment)
+            process = _spawn(command, request.worktree, {**environment, **command.environment})
         except OSError as error:
             reason = redact(f"cannot run {command.argv[0]}: {error.strerror or error}")
             _write_all(transcript_fd, (reason + "\n").encode())
@@ -216,7 +226,9 @@ def run_turn(
             if on_partner_start is not None:
                 on_partner_start(partner)
             heavy = HeavyQueue(process.pid, heavy_probe_seconds, on_heavy_change)
-            stdout, hang_reason = _stream(process, transcript_fd, budgets, started, heavy)
+            stdout, hang_reason, cancel_reason = _stream(
+                process, transcript_fd, budgets, started, heavy, stop_requested
+            )
         except BaseException:
             # Interrupted (Ctrl-C during init, a failing callback): never leave it running.
             kill_tree(partner, grace_seconds=KILL_GRACE_SECONDS)
@@ -225,26 +237,32 @@ def run_turn(
     finally:
         os.close(transcript_fd)
 
-    # A hang kills the whole group; after an exit, whatever the partner left running in it (a
-    # background job still editing the worktree) would otherwise overlap the next turn. Both
-    # happen before the partner is reaped, so its pid (the group id) cannot be reused meanwhile.
-    leftovers = kill_tree(partner, grace_seconds=KILL_GRACE_SECONDS)
-    if hang_reason:
-        leftovers = []
+    # A hang or a cancel kills the whole group; after an exit, whatever the partner left running
+    # in it (a background job still editing the worktree) would otherwise overlap the next turn.
+    # Both happen before the partner is reaped, so its pid (the group id) cannot be reused
+    # meanwhile.
+    stopped = hang_reason or cancel_reason
+    described = {} if stopped else _described_tree(partner)
+    killed = kill_tree(
+        partner, grace_seconds=CANCEL_GRACE_SECONDS if cancel_reason else KILL_GRACE_SECONDS
+    )
+    leftovers = [] if stopped else [described.get(pid, {"pid": pid, "argv": []}) for pid in killed]
     exit_code = process.wait()
     seconds = round(time.monotonic() - started, 3)
-    output = TurnOutput(exit_code=None if hang_reason else exit_code, stdout=stdout)
+    output = TurnOutput(exit_code=None if stopped else exit_code, stdout=stdout)
     throttle = throttle_signals(transcript)
     queue = heavy.summary(time.monotonic())
     if leftovers:
         _note(transcript, f"[pair: stopped {len(leftovers)} process(es) the partner left running]")
-    if hang_reason:
+    if cancel_reason:
+        _note(transcript, f"[pair: cancelled: {cancel_reason}]")
+    if stopped:
         partial = adapter.partial_reply(output)
         return TurnResult(
             outcome=TurnOutcome(
-                status="hang-killed",
+                status="cancelled" if cancel_reason else "hang-killed",
                 reply=redact(partial) if partial else None,
-                reason=f"hang: {hang_reason}",
+                reason=f"cancelled: {cancel_reason}" if cancel_reason else f"hang: {hang_reason}",
             ),
             exit_code=None,
             seconds=seconds,
@@ -256,13 +274,7 @@ def run_turn(
         )
     outcome = adapter.interpret(request, output)
     if outcome.reply:
-        outcome = TurnOutcome(
-            status=outcome.status,
-            reply=redact(outcome.reply),
-            reason=outcome.reason,
-            sid=outcome.sid,
-            extra=outcome.extra,
-        )
+        outcome = dataclasses.replace(outcome, reply=redact(outcome.reply))
     return TurnResult(
         outcome=outcome,
         exit_code=exit_code,
@@ -271,7 +283,25 @@ def run_turn(
         partner=partner,
         throttle_signals=throttle,
         heavy_queue=queue,
+        leftovers=leftovers,
     )
+
+
+def _described_tree(partner: ProcessIdentity) -> dict[int, dict[str, Any]]:
+    """`{pid: {pid, argv}}` of what runs in the partner's group or below it, read before the
+    kill (a dead process's argv cannot be read)."""
+    import psutil
+
+    from pair.reaper import describe, running
+
+    processes = []
+    if partner.pgid is not None:
+        for pid in group_members(partner.pgid):
+            with contextlib.suppress(psutil.Error):
+                processes.append(psutil.Process(pid))
+    with contextlib.suppress(psutil.Error):
+        processes.extend(psutil.Process(partner.pid).children(recursive=True))
+    return {process.pid: describe(process) for process in running(processes)}
 
 
 def _spawn(
@@ -305,10 +335,12 @@ def _stream(
     budgets: Budgets,
     started: float,
     heavy: HeavyQueue,
-) -> tuple[bytes, str | None]:
-    """Copy the partner's output to the transcript until it exits or a budget runs out.
+    stop_requested: Callable[[], str | None] | None = None,
+) -> tuple[bytes, str | None, str | None]:
+    """Copy the partner's output to the transcript until it exits, a budget runs out or the
+    turn is cancelled.
 
-    Returns the kept stdout and, on a hang, why.
+    Returns the kept stdout, on a hang why, and on a cancel its reason.
     """
     assert process.stdout is not None and process.stderr is not None
     names = {process.stdout.fileno(): "stdout", process.stderr.fileno(): "stderr"}
@@ -316,6 +348,7 @@ def _stream(
     kept = bytearray()
     last_output = time.monotonic()
     hang_reason: str | None = None
+    cancel_reason: str | None = None
     exited_at: float | None = None
     closed_at: float | None = None
     with selectors.DefaultSelector() as selector:
@@ -356,17 +389,22 @@ def _stream(
                 exited_at = exited_at or now
                 if not events or not open_streams or now - exited_at > EXIT_DRAIN_SECONDS:
                     break
+            if stop_requested is not None:
+                cancel_reason = stop_requested()
+                if cancel_reason:
+                    break
             if heavy.poll(now):
                 last_output = now  # queued on the heavy slot: not idle, and not counted
             elapsed = now - started - heavy.seconds(now)
             if now - last_output > budgets.idle_seconds:
                 hang_reason = (
-                    f"no output for {_duration(now - last_output)} — raise it with send --idle-min"
+                    f"no output for {_duration(now - last_output)} — raise it with "
+                    f"{budgets.raise_with} --idle-min"
                 )
             elif elapsed > budgets.total_seconds:
                 hang_reason = (
                     f"total budget {_duration(budgets.total_seconds)} exceeded — raise it with "
-                    "send --total-min"
+                    f"{budgets.raise_with} --total-min"
                 )
                 if heavy.seconds(now) >= 1:
                     hang_reason += (
@@ -378,7 +416,7 @@ def _stream(
         _write_all(transcript_fd, redactor.flush())
     process.stdout.close()
     process.stderr.close()
-    return bytes(kept), hang_reason
+    return bytes(kept), hang_reason, cancel_reason
 
 
 def throttle_signals(transcript: Path) -> dict[str, Any] | None:

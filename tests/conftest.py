@@ -31,6 +31,9 @@ def _clean_environment(home: Path) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "TZ": "UTC",
         "UNITMGR_SKIP_GH_AUTH_TOKEN": "1",
+        # Tests run as root in a sandbox; Claude Code refuses writable runs for root without it
+        # (the refusal itself is tested with it removed: tests/test_partner_cli.py).
+        "IS_SANDBOX": "1",
     }
 
 

@@ -256,6 +256,11 @@ def test_receipt_json_is_complete(sandbox: Sandbox) -> None:
         "heavy_queue",
         "throttle_signals",
         "rate_limits",
+        "retry_after_seconds",
+        "model",
+        "effort",
+        "leftovers",
+        "foreign_ref_changes",
         "receipt_file",
         "transcript",
     ):

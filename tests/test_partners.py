@@ -106,11 +106,11 @@ def test_init_send_and_resume_for_every_partner(
     ("partner", "scenario", "status", "reason_part"),
     [
         ("claude", "fail", "failed", "exited 3"),
-        ("claude", "is-error", "failed", "is_error"),
+        ("claude", "is-error", "failed", "API Error: 500 Internal server error"),
         ("claude", "empty", "empty-reply", "no reply"),
         ("codex", "turn-failed", "failed", "turn.failed"),
         ("codex", "empty", "empty-reply", "no reply"),
-        ("cursor", "is-error", "failed", "is_error"),
+        ("cursor", "is-error", "failed", "cursor-agent: model unavailable"),
         ("opencode", "fail", "failed", "exited 3"),
         ("grok", "cancelled", "failed", "grok-cancelled"),
         ("grok", "empty", "empty-reply", "no reply"),

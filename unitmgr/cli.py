@@ -191,6 +191,27 @@ def restaff(
 
 
 @app.command()
+def cancel(
+    unit: Annotated[str, typer.Option("--unit")],
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why; recorded in the receipt and the event.")
+    ] = None,
+    repo: Repo = ".",
+    lock_timeout: LockTimeout = "30",
+    dry_run: DryRun = False,
+) -> dict[str, Any]:
+    """Stop the unit's in-flight turn (its whole process tree); its receipt says cancelled."""
+    from unitmgr import cancel as lifecycle
+
+    return lifecycle.run(
+        repo,
+        lifecycle.CancelOptions(
+            unit=unit, reason=reason, lock_timeout=lock_timeout, dry_run=dry_run
+        ),
+    )
+
+
+@app.command()
 def addendum(
     unit: Annotated[str, typer.Option("--unit")],
     text: Annotated[str | None, typer.Option("--text", help="The addendum text.")] = None,

@@ -55,7 +55,7 @@ from unitmgr.journal import Journal
 from unitmgr.manifest import ensure_manifest
 from unitmgr.observe import describe, worktree_rows
 from unitmgr.ownership import Ownership, others_of
-from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
+from unitmgr.pairing import init_pair, report_first_turn, send_or_adopt, verify_pair
 from unitmgr.scope import overlapping_pairs
 from unitmgr.steps import CREATE_LIFECYCLE_AFTER, CREATE_PHASES, CREATE_STEPS
 from unitmgr.workspace import Workspace, dismantle_label, is_inside, realpath
@@ -639,6 +639,7 @@ class Builder:
         if resumed_from is not None:
             document["resumed_from"] = resumed_from
         document["unit"] = describe(record, worktree_rows(self.workspace))
+        report_first_turn(document, record)  # a first turn that already failed refuses
         return document
 
     # -- steps ---------------------------------------------------------------------------------

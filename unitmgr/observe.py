@@ -222,6 +222,18 @@ def recovery(
                 shlex.quote(word) for word in ("pair", "clear", "--repo", record.worktree)
             ),
         }
+    receipt = pair.get("latest_receipt") or {}
+    if (
+        lifecycle == "working"
+        and not pair.get("in_flight")
+        and (receipt.get("seq"), receipt.get("kind")) == (1, "task")
+        and receipt.get("ok") is False
+        and receipt.get("status") != "cancelled"
+    ):
+        # SPEC 3.3: a failed first turn leaves the unit working; the task is sent again.
+        from unitmgr.pairing import first_turn_resend  # here: it loads pair's whole API
+
+        return {"needed": True, "why": "first turn failed", "command": first_turn_resend(record)}
     if record.pending_notice and not pair.get("in_flight"):
         return {
             "needed": True,
@@ -287,7 +299,7 @@ def receipt_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     keys = (
         "seq", "kind", "status", "reason", "heavy_queue", "rate_limits", "throttle_signals",
-        "receipt_file",
+        "foreign_ref_changes", "receipt_file",
     )  # fmt: skip
     return {key: receipt.get(key) for key in keys}
 

@@ -5,6 +5,7 @@ Each works on the unit's worktree through `pair.api` in-process, never through a
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ def init_pair(
         effort=staffing.effort,
         role="executor",
         on_partner_start=lambda child: journal.note_child(step, child),
+        branch=record.branch,  # the one branch its writable turns may move (the ref audit)
     )
     record.pair = PairRef(
         sid=result["sid"],
@@ -110,3 +112,37 @@ def receipt_path(status: dict[str, Any], seq: int) -> str | None:
     if not state_dir or not kind:
         return None
     return str(PairPaths(Path(state_dir)).turn_file(seq, kind, "-receipt.json"))
+
+
+def report_first_turn(document: dict[str, Any], record: UnitRecord) -> None:
+    """SPEC 3.3 First turn: when the first turn has already ended as create prints, its receipt
+    goes into the output as `first_turn`; a failed one refuses (`first-turn-failed`, exit 1)
+    with the receipt in `detail` — the unit stays `working`, and its recovery resends the task
+    or restaffs it."""
+    if record.pair is None or not record.pair.state_dir or not record.pair.latest_seq:
+        return
+    receipt = pair_api.ended_receipt(record.pair.state_dir, record.pair.latest_seq)
+    if receipt is None:
+        return
+    if receipt.get("ok"):
+        document["first_turn"] = receipt
+        return
+    raise StateError(
+        "first-turn-failed",
+        f"unit {record.unit_id} was created, but its first turn ended {receipt.get('status')}: "
+        f"{receipt.get('reason')}",
+        detail={"receipt": receipt, "unit": document.get("unit")},
+        next_step=f"{first_turn_resend(record)} — or give the task to another executor: unit "
+        f"restaff --unit {record.unit_id} --lead {record.lead} --partner P --reason R",
+    )
+
+
+def first_turn_resend(record: UnitRecord) -> str:
+    """The exact command that sends a failed first turn's task again (its recovery command)."""
+    return " ".join(
+        shlex.quote(word)
+        for word in (
+            "pair", "send", "--repo", record.worktree, "--kind", "task", "--body-file",
+            record.task_file, "--background",
+        )
+    )  # fmt: skip

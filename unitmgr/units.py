@@ -60,5 +60,6 @@ def refuse_in_flight(record: UnitRecord, *, what: str) -> None:
             f"unit {record.unit_id} has an in-flight turn (seq {in_flight.get('seq')}) — wait "
             f"for its receipt before {what}",
             detail={"in_flight": in_flight},
-            next_step=f"pair wait --repo {record.worktree}",
+            next_step=f"unit cancel --unit {record.unit_id} (stops it), or wait for its receipt: "
+            f"pair wait --repo {record.worktree}",
         )

@@ -49,6 +49,9 @@ def attention(unit: dict[str, Any]) -> list[tuple[str, str]]:
     receipt = pair.get("latest_receipt") or {}
     if receipt and not in_flight and receipt.get("status") not in (None, "replied"):
         notes.append(("red", f"#{receipt.get('seq')} {receipt.get('status')}"))
+    moved = [change.get("ref") for change in receipt.get("foreign_ref_changes") or []]
+    if moved:
+        notes.append(("bold red", f"moved foreign refs: {', '.join(map(str, moved))}"))
     throttle = receipt.get("throttle_signals") or {}
     if throttle.get("rate_limit_lines"):
         notes.append(("yellow", f"throttled x{throttle['rate_limit_lines']}"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -37,6 +38,8 @@ class TurnCommand:
     argv: list[str]
     stdin_file: Path | None  # the prompt on stdin; None means /dev/null
     recorded: list[str]  # the command as the receipt shows it (never the prompt itself)
+    # Variables this turn's partner needs on top of the partner environment (never secrets).
+    environment: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -47,11 +50,12 @@ class TurnOutput:
 
 @dataclass(frozen=True)
 class TurnOutcome:
-    status: str  # replied | empty-reply | failed | hang-killed
+    status: str  # replied | empty-reply | failed | rate-limited | hang-killed
     reply: str | None = None
-    reason: str | None = None
+    reason: str | None = None  # for a failure: the partner's own final error, quoted first
     sid: str | None = None  # the session id the stream names (read at bootstrap)
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the model a CLI reports
+    retry_after_seconds: float | None = None  # a rate limit's wait, when the stream names one
 
 
 EMPTY_REPLY = (
@@ -59,6 +63,38 @@ EMPTY_REPLY = (
     "may already be consumed"
 )
 EFFORT_LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max", "ultra")
+# A partner's final error is a rate or usage limit when it says so (SPEC 4.1 Receipts).
+RATE_LIMITED = re.compile(
+    r"(?i)\b429\b|rate.?limit|usage limit|quota|too many requests|resource.?exhausted"
+)
+RETRY_AFTER = re.compile(
+    r"(?i)(?:retry[- ]after|retry in|retrying in|try again in)\D{0,3}(\d+(?:\.\d+)?)\s*"
+    r"(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)?\b"
+)
+_UNIT_SECONDS = {"ms": 0.001, "m": 60.0, "h": 3600.0}
+
+
+def retry_after_in(text: str | None) -> float | None:
+    """Seconds named by `retry after N[unit]` / `retry in N` in an error message, if any."""
+    match = RETRY_AFTER.search(text or "")
+    if match is None:
+        return None
+    unit = (match.group(2) or "s").lower()
+    scale = _UNIT_SECONDS.get("ms" if unit.startswith("milli") or unit == "ms" else unit[0], 1.0)
+    return float(match.group(1)) * scale
+
+
+def retry_after_header(headers: Any) -> float | None:
+    """Seconds from an HTTP response's `retry-after-ms` / `retry-after` (a number) header."""
+    if not isinstance(headers, dict):
+        return None
+    lowered = {str(k).lower(): v for k, v in headers.items()}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return float(lowered[name]) * scale
+        except (KeyError, TypeError, ValueError):
+            continue
+    return None
 
 
 class Partner(ABC):
@@ -66,10 +102,15 @@ class Partner(ABC):
     binary_name: ClassVar[str] = ""  # the executable looked up on PATH
     bootstrap: ClassVar[bool] = True  # whether init runs a read-only turn to get a session id
     efforts: ClassVar[tuple[str, ...]] = EFFORT_LEVELS
+    # The CLI versions the real-CLI tier ran (references/headless.md lists the same).
+    verified_versions: ClassVar[tuple[str, ...]] = ()
+
+    def bin_variable(self) -> str:
+        return f"UNITMGR_{self.name.upper()}_BIN"
 
     def binary(self) -> str:
         """The executable: `UNITMGR_<PARTNER>_BIN`, else `binary_name` found on PATH."""
-        variable = f"UNITMGR_{self.name.upper()}_BIN"
+        variable = self.bin_variable()
         override = os.environ.get(variable, "").strip()
         found = shutil.which(override or self.binary_name)
         if found is None:
@@ -80,8 +121,13 @@ class Partner(ABC):
             )
         return os.path.abspath(found)
 
-    def validate_staffing(self, *, model: str | None, effort: str | None, identity: str) -> None:
-        """Refuse (UsageError) an effort or identity this partner cannot take."""
+    def validate_staffing(
+        self, *, model: str | None, effort: str | None, identity: str, writable: bool = True
+    ) -> None:
+        """Refuse (UsageError) an effort or identity this partner cannot take.
+
+        `writable`: the session will run writable turns (an executor — every unit's pair).
+        """
         if effort is not None and effort not in self.efforts:
             raise UsageError(
                 "effort-refused",
@@ -99,6 +145,42 @@ class Partner(ABC):
         """Refuse (UsageError) when the partner cannot run here at all (binary missing)."""
         self.binary()
 
+    def verify_cli(self, binary: str) -> str | None:
+        """The binary's version, once its `--help` names every flag this adapter passes; else
+        `partner-cli-unsupported` (SPEC 4.1 preflight). Cached per binary."""
+        from pair.partners.preflight import verify
+
+        return verify(self, binary)
+
+    def help_argv(self, request: TurnRequest) -> list[str]:
+        """The help command that documents the flags of `request`'s command line."""
+        return ["--help"]
+
+    def flags_by_help(self) -> dict[tuple[str, ...], list[str]]:
+        """Every flag the adapter passes, grouped by the help command that must name it."""
+        found: dict[tuple[str, ...], list[str]] = {}
+        for bootstrap in (True, False):
+            for write in (False, True):
+                request = TurnRequest(
+                    partner=self.name,
+                    sid="session-id",
+                    seq=0 if bootstrap else 1,
+                    kind="init" if bootstrap else "task",
+                    write=write,
+                    model="model-id",
+                    effort=self.efforts[-1] if self.efforts else None,
+                    worktree=Path(os.devnull),
+                    prompt_file=Path(os.devnull),
+                    reply_file=Path(os.devnull),
+                    bootstrap=bootstrap,
+                    partner_bin=self.binary_name,
+                )
+                flags = found.setdefault(tuple(self.help_argv(request)), [])
+                for word in self.command(request).recorded[1:]:
+                    if word.startswith("-") and len(word) > 1 and word not in flags:
+                        flags.append(word)
+        return found
+
     @abstractmethod
     def command(self, request: TurnRequest) -> TurnCommand: ...
 
@@ -114,8 +196,37 @@ class Partner(ABC):
         """False only when the CLI's own session store is readable and lacks `sid`."""
         return True
 
+    def failure(
+        self,
+        request: TurnRequest,
+        output: TurnOutput,
+        message: str,
+        *,
+        sid: str | None = None,
+        extra: dict[str, Any] | None = None,
+        rate_limited: bool = False,
+        retry_after_seconds: float | None = None,
+    ) -> TurnOutcome:
+        """A failed turn whose reason quotes the partner's own final error first; `rate-limited`
+        when that error is a rate or usage limit."""
+        reason = message.strip()
+        if output.exit_code not in (0, None):
+            name = Path(request.partner_bin or self.binary_name).name
+            reason += f" ({name} exited {output.exit_code})"
+        limited = rate_limited or RATE_LIMITED.search(message) is not None
+        return TurnOutcome(
+            status="rate-limited" if limited else "failed",
+            reason=reason,
+            sid=sid,
+            extra=extra or {},
+            retry_after_seconds=(
+                retry_after_seconds if retry_after_seconds is not None else retry_after_in(message)
+            ),
+        )
+
     def exited(self, request: TurnRequest, output: TurnOutput) -> TurnOutcome | None:
-        """The common first rule: a non-zero exit is a failure whatever the stream says."""
+        """When the stream names no error of its own: a non-zero exit is a failure whatever the
+        stream says (adapters quote a named error first, through `failure`)."""
         if output.exit_code not in (0, None):
             name = Path(request.partner_bin or self.binary_name).name
             return TurnOutcome(

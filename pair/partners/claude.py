@@ -2,8 +2,14 @@
 
 The session id is the `session_id` of the final `result` event (or of the last event carrying
 one, when a run died early); the reply is `result.result`, else the last assistant text. A
-`result` with `is_error: true` is a failure even on exit 0. The model the CLI actually runs is
-read from the first `system/init` event; `rate_limit_event`s are kept for the receipt.
+`result` with `is_error: true` is a failure even on exit 0, and its `result` text (with
+`api_error_status`) is the reason; an API error also marks the last assistant event
+(`"error": "rate_limit"`, the text `API Error: ...`). The model the CLI actually runs is read from
+the first `system/init` event; `rate_limit_event`s are kept for the receipt. Every turn passes
+`--model` and `--effort`: a resumed session otherwise runs on the CLI's defaults.
+
+Claude Code refuses `bypassPermissions` for uid 0 unless `IS_SANDBOX=1`, so a writable session
+as root without it is refused at staffing time (`partner-refuses-root`), before anything starts.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pair.errors import UsageError
 from pair.partners.base import (
     Partner,
     TurnCommand,
@@ -22,6 +29,7 @@ from pair.partners.base import (
     json_objects,
     last_assistant_text,
     replied_or_empty,
+    text_blocks,
 )
 
 
@@ -29,10 +37,31 @@ def _events(output: TurnOutput) -> list[dict[str, Any]]:
     return list(json_objects(output.stdout))
 
 
+ROOT_NEXT = "run as a non-root user, or set IS_SANDBOX=1 where the machine is a sandbox"
+
+
+def refuses_root() -> bool:
+    """Whether Claude Code will refuse a writable (bypassPermissions) run here."""
+    return os.geteuid() == 0 and os.environ.get("IS_SANDBOX", "").strip() != "1"
+
+
 class ClaudePartner(Partner):
     name = "claude"
     binary_name = "claude"
     efforts = ("low", "medium", "high", "xhigh", "max")
+    verified_versions = ("2.1.197 (Claude Code)",)
+
+    def validate_staffing(
+        self, *, model: str | None, effort: str | None, identity: str, writable: bool = True
+    ) -> None:
+        super().validate_staffing(model=model, effort=effort, identity=identity)
+        if writable and refuses_root():
+            raise UsageError(
+                "partner-refuses-root",
+                "Claude Code refuses --permission-mode bypassPermissions for root unless "
+                "IS_SANDBOX=1 is set, so every writable claude turn would fail",
+                next_step=ROOT_NEXT,
+            )
 
     def command(self, request: TurnRequest) -> TurnCommand:
         argv = [request.partner_bin or self.binary_name, "-p"]
@@ -56,12 +85,18 @@ class ClaudePartner(Partner):
     def interpret(self, request: TurnRequest, output: TurnOutput) -> TurnOutcome:
         events = _events(output)
         extra = _observations(events)
+        result = next((e for e in reversed(events) if e.get("type") == "result"), None)
+        error = _final_error(events, result)
+        if error is not None:
+            message, limited = error
+            return self.failure(
+                request, output, message, sid=extra.get("sid"), extra=extra, rate_limited=limited
+            )
         failed = self.exited(request, output)
         if failed:
             return TurnOutcome(
                 status="failed", reason=failed.reason, sid=extra.get("sid"), extra=extra
             )
-        result = next((e for e in reversed(events) if e.get("type") == "result"), None)
         if result is not None and result.get("is_error") is True:
             return TurnOutcome(
                 status="failed",
@@ -98,6 +133,25 @@ class ClaudePartner(Partner):
         except OSError:
             return True
         return True
+
+
+def _final_error(
+    events: list[dict[str, Any]], result: dict[str, Any] | None
+) -> tuple[str, bool] | None:
+    """(Claude's own error message, whether it is a rate limit), or None when none is named."""
+    if result is not None and result.get("is_error") is True:
+        text = result.get("result")
+        status = result.get("api_error_status")
+        message = text.strip() if isinstance(text, str) and text.strip() else ""
+        if isinstance(status, int):
+            message = f"{message or 'API error'} (api_error_status {status})"
+        if message:
+            return message, status == 429
+    for event in reversed(events):
+        if event.get("type") == "assistant" and isinstance(event.get("error"), str):
+            text = text_blocks(event.get("message")).strip()
+            return text or f"API error: {event['error']}", event["error"] == "rate_limit"
+    return None
 
 
 def _observations(events: list[dict[str, Any]]) -> dict[str, Any]:

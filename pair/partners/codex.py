@@ -2,10 +2,17 @@
 
 Create: `exec -s <sandbox> -C <root> [-c approval_policy="never"] [-m M]
 [-c model_reasoning_effort="E"] --json -o <reply> -`. Resume: `exec resume <sid>
--c sandbox_mode="<sandbox>" [-c approval_policy="never"] --json -o <reply> -` (resume takes
-neither `-C` nor `-s`; the directory is the spawn cwd). The session id is the first
-`thread.started` event's `thread_id`; the reply is the `-o` file, else the last completed
-`agent_message`. A `turn.failed` event is a failure even on exit 0.
+-c sandbox_mode="<sandbox>" [-c approval_policy="never"] [-m M] [-c model_reasoning_effort="E"]
+--json -o <reply> -` (resume takes neither `-C` nor `-s`; the directory is the spawn cwd). Model
+and effort go on every turn: `exec resume` does not keep the thread's model — it takes
+config.toml's, else the CLI default, and says "This session was recorded with model X but is
+resuming with Y" (codex-cli 0.171). The session id is the first `thread.started` event's
+`thread_id`; the reply is the `-o` file, else the last completed `agent_message`. A `turn.failed`
+event is a failure even on exit 0; its message (else, on a non-zero exit, the last top-level
+`error` event's) is the reason. `item.completed` items of type `error` are warnings (unknown
+model metadata, the resume model notice), never failures. Every turn passes
+`--disable shell_snapshot`: codex would otherwise write the partner's environment, tokens
+included, under `$CODEX_HOME/shell_snapshots/`.
 """
 
 from __future__ import annotations
@@ -39,9 +46,28 @@ def _last_agent_message(events: list[dict[str, Any]]) -> str:
     return ""
 
 
+def _final_error(events: list[dict[str, Any]], *, failed_exit: bool) -> str | None:
+    """The last `turn.failed` message, else — when codex exited non-zero — the last top-level
+    `error` event's (codex also prints `error` events for retries it then survives)."""
+    for kind in ("turn.failed", "error") if failed_exit else ("turn.failed",):
+        for event in reversed(events):
+            if event.get("type") != kind:
+                continue
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else event.get("message")
+            if isinstance(message, str) and message.strip():
+                return f"codex {kind}: {message.strip()}"
+            return f"codex {kind} (no message)"
+    return None
+
+
 class CodexPartner(Partner):
     name = "codex"
     binary_name = "codex"
+    verified_versions = ("codex-cli 0.171.0",)
+
+    def help_argv(self, request: TurnRequest) -> list[str]:
+        return ["exec", "--help"] if request.bootstrap else ["exec", "resume", "--help"]
 
     def command(self, request: TurnRequest) -> TurnCommand:
         sandbox = "danger-full-access" if request.write else "read-only"
@@ -53,10 +79,13 @@ class CodexPartner(Partner):
         if request.write:
             # The machine's config may keep approvals on-request; nobody is there to answer.
             argv += ["-c", 'approval_policy="never"']
-        if request.bootstrap and request.model:
+        if request.model:
             argv += ["-m", request.model]
-        if request.bootstrap and request.effort:
+        if request.effort:
             argv += ["-c", f'model_reasoning_effort="{request.effort}"']
+        # codex 0.171 otherwise snapshots the shell environment — GH_TOKEN included — into
+        # $CODEX_HOME/shell_snapshots/ (found by the real tier's planted-token check).
+        argv += ["--disable", "shell_snapshot"]
         argv += ["--json", "-o", str(request.reply_file), "-"]
         return TurnCommand(argv=argv, stdin_file=request.prompt_file, recorded=argv)
 
@@ -70,16 +99,12 @@ class CodexPartner(Partner):
             ),
             None,
         )
+        message = _final_error(events, failed_exit=output.exit_code not in (0, None))
+        if message is not None:
+            return self.failure(request, output, message, sid=sid)
         failed = self.exited(request, output)
         if failed:
             return TurnOutcome(status="failed", reason=failed.reason, sid=sid)
-        for event in events:
-            if event.get("type") == "turn.failed":
-                error = event.get("error") if isinstance(event.get("error"), dict) else {}
-                message = error.get("message") if isinstance(error, dict) else None
-                return TurnOutcome(
-                    status="failed", reason=f"codex reported turn.failed: {message}", sid=sid
-                )
         try:
             reply = request.reply_file.read_text(encoding="utf-8").strip()
         except (FileNotFoundError, UnicodeDecodeError):

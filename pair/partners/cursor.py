@@ -55,10 +55,14 @@ class CursorPartner(Partner):
     def interpret(self, request: TurnRequest, output: TurnOutput) -> TurnOutcome:
         events = list(json_objects(output.stdout))
         sid = _sid(events)
+        result = next((e for e in reversed(events) if e.get("type") == "result"), None)
+        text = result.get("result") if result is not None else None
+        failed_result = result is not None and result.get("is_error") is True
+        if failed_result and isinstance(text, str) and text.strip():
+            return self.failure(request, output, f"cursor-agent: {text.strip()}", sid=sid)
         failed = self.exited(request, output)
         if failed:
             return TurnOutcome(status="failed", reason=failed.reason, sid=sid)
-        result = next((e for e in reversed(events) if e.get("type") == "result"), None)
         if result is not None and result.get("is_error") is True:
             return TurnOutcome(
                 status="failed",
@@ -73,7 +77,9 @@ class CursorPartner(Partner):
             status=outcome.status, reply=outcome.reply, reason=outcome.reason, sid=sid
         )
 
-    def validate_staffing(self, *, model: str | None, effort: str | None, identity: str) -> None:
+    def validate_staffing(
+        self, *, model: str | None, effort: str | None, identity: str, writable: bool = True
+    ) -> None:
         super().validate_staffing(model=model, effort=effort, identity=identity)
         family = bool(model and model.lower().startswith("latest:"))
         if effort is not None and not family:

@@ -7,6 +7,7 @@ It never looks up a binary named `script` (util-linux script(1) would execute th
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -22,15 +23,22 @@ from pair.partners.base import (
 from registry.processes import child_environment
 
 NEEDS_MODEL = "the script partner needs --model '<command line>'"
+_PUNCTUATION = ";&|()<>"
 _WORD = re.compile(r"[^\s;&|()<>]+")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def first_command_word(command_line: str) -> str:
-    """The command a shell line starts with, past leading `NAME=value` assignments."""
-    for match in _WORD.finditer(command_line):
-        word = match.group(0).strip("'\"")
-        if not _ASSIGNMENT.match(word):
+    """The command a shell line starts with, past leading `NAME=value` assignments and shell
+    punctuation, read the way `shlex.split` reads words (a quoted path with spaces is one)."""
+    lexer = shlex.shlex(command_line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:  # unbalanced quotes: the shell refuses it too; name what it starts with
+        words = [match.group(0).strip("'\"") for match in _WORD.finditer(command_line)]
+    for word in words:
+        if word and not _ASSIGNMENT.match(word) and not set(word) <= set(_PUNCTUATION):
             return word
     return command_line.strip()
 
@@ -42,7 +50,12 @@ class ScriptPartner(Partner):
     def binary(self) -> str:
         return "sh"  # never a binary named `script`: the user's command line runs in sh
 
-    def validate_staffing(self, *, model: str | None, effort: str | None, identity: str) -> None:
+    def verify_cli(self, binary: str) -> str | None:
+        return None  # the user's own command line: no CLI whose flags an adapter relies on
+
+    def validate_staffing(
+        self, *, model: str | None, effort: str | None, identity: str, writable: bool = True
+    ) -> None:
         if not model or not model.strip():
             raise UsageError("script-needs-model", NEEDS_MODEL)
         if effort:

@@ -5,6 +5,13 @@ and `agent-run`, each `main(<name>)`. Every run appends what it saw to `$FAKE_LO
 the prompt, lead markers present, CODEX_HOME). `$FAKE_SCENARIO` picks the behaviour:
 ok (default), empty, fail, is-error, cancelled, turn-failed, hang, rate-limited, no-session,
 heavy, fail-after-reply-file (codex: writes its `-o` reply file, then exits 3).
+
+`replay:<file>` prints a recorded real transcript (`tests/fixtures/real/<file>`) and exits with
+the code the real CLI exited with (its `index.json`).
+
+`--version` and `--help` answer as the real CLIs do: claude, codex and opencode print the help
+texts recorded from the real binaries (`tests/fixtures/real/help/`), cursor-agent and grok a help
+naming the flags their adapters pass. `$FAKE_HELP=bare` prints a help that names no flag.
 """
 
 from __future__ import annotations
@@ -30,6 +37,50 @@ LEAD_MARKERS = (
     "GROK_SESSION_ID",
     "GROK_AGENT",
 )
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "real"
+VERSIONS = {
+    "claude": "2.1.197 (Claude Code)",
+    "codex": "codex-cli 0.171.0",
+    "opencode": "1.18.33",
+    "cursor-agent": "2026.11.20-fake",
+    "grok": "grok 1.0.5-fake",
+}
+HELP_FILES = {
+    ("claude",): "claude.txt",
+    ("codex", "exec"): "codex-exec.txt",
+    ("codex", "exec", "resume"): "codex-exec-resume.txt",
+    ("opencode", "run"): "opencode-run.txt",
+}
+SYNTHETIC_HELP = {
+    "cursor-agent": "-p, --print  --trust  --output-format <f>  --resume <id>  --model <m>  "
+    "--force  --mode <plan>  --list-models",
+    "grok": "--prompt-file <f>  --output-format <f>  --session-id <id>  --resume <id>  "
+    "--permission-mode <m>  --always-approve  -m, --model <m>  --reasoning-effort <e>",
+}
+
+
+def version_or_help(name: str, argv: list[str]) -> bool:
+    """Answer `--version` / `[subcommand...] --help` like the real CLI; True when answered."""
+    probes = os.environ.get("FAKE_PROBE_LOG")
+    if probes and (argv == ["--version"] or "--help" in argv):
+        with open(probes, "a") as handle:
+            handle.write(json.dumps({"name": name, "argv": argv}) + "\n")
+    if argv == ["--version"]:
+        print(VERSIONS[name])
+        return True
+    if "--help" not in argv:
+        return False
+    if os.environ.get("FAKE_HELP") == "bare":
+        print(f"Usage: {name} [options]\n\nOptions:\n  -h, --help  show help")
+        return True
+    words = (name, *[word for word in argv if word != "--help"])
+    if words in HELP_FILES:
+        print((FIXTURES / "help" / HELP_FILES[words]).read_text(), end="")
+    else:
+        print(SYNTHETIC_HELP.get(name, "-h, --help"))
+    return True
+
 
 CODEX_CATALOG = [
     {"model": "gpt-5.5-sol", "supportedReasoningEfforts": [{"reasoningEffort": "high"}]},
@@ -82,6 +133,7 @@ def log(name: str, argv: list[str], prompt: str) -> None:
         "markers": [m for m in LEAD_MARKERS if m in os.environ],
         "codex_home": os.environ.get("CODEX_HOME"),
         "gh_token": bool(os.environ.get("GH_TOKEN")),
+        "opencode_permission": os.environ.get("OPENCODE_PERMISSION"),
     }
     with open(path, "a") as handle:
         handle.write(json.dumps(entry) + "\n")
@@ -156,7 +208,8 @@ def claude(argv: list[str], scenario: str) -> int:
         "type": "result",
         "subtype": "success",
         "is_error": scenario == "is-error",
-        "result": text,
+        "api_error_status": 500 if scenario == "is-error" else None,
+        "result": "API Error: 500 Internal server error" if scenario == "is-error" else text,
     }
     if sid:
         result["session_id"] = sid
@@ -201,9 +254,6 @@ def codex_app_server() -> int:
 
 
 def codex(argv: list[str], scenario: str) -> int:
-    if argv[:1] == ["--version"]:
-        print("codex-cli 0.171.0")
-        return 0
     if argv[:1] == ["app-server"]:
         return codex_app_server()
     prompt = sys.stdin.read()
@@ -211,6 +261,17 @@ def codex(argv: list[str], scenario: str) -> int:
     resumed = argv[2] if argv[1:2] == ["resume"] else None
     if scenario != "no-session":
         emit({"type": "thread.started", "thread_id": resumed or "codex-thread-1"})
+    if resumed and "-m" not in argv:
+        # What codex-cli 0.171 prints when a resume names no model (it runs the CLI default).
+        recorded = os.environ.get("FAKE_CODEX_RECORDED_MODEL", "gpt-6-luna")
+        notice = (
+            f"This session was recorded with model `{recorded}` but is resuming with "
+            f"`gpt-6.2-sol`. Consider switching back to `{recorded}` as it may affect Codex "
+            "performance."
+        )
+        emit(
+            {"type": "item.completed", "item": {"id": "item_0", "type": "error", "message": notice}}
+        )
     emit({"type": "turn.started"})
     if scenario == "hang":
         hang_forever(
@@ -268,7 +329,7 @@ def cursor(argv: list[str], scenario: str) -> int:
             "type": "result",
             "subtype": "success",
             "is_error": scenario == "is-error",
-            "result": text,
+            "result": "model unavailable (scripted)" if scenario == "is-error" else text,
             "session_id": sid,
         }
     )
@@ -332,6 +393,16 @@ def agent_run(argv: list[str]) -> int:
     return subprocess.run(command, check=False).returncode
 
 
+def replay(name: str, argv: list[str], fixture: str) -> int:
+    """Print a real CLI's recorded stdout and exit as it did."""
+    prompt = argv[-1] if name == "opencode" else sys.stdin.read()
+    log(name, argv, prompt)
+    index = json.loads((FIXTURES / "index.json").read_text())
+    sys.stdout.write((FIXTURES / fixture).read_text())
+    sys.stdout.flush()
+    return int(index[fixture]["exit_code"])
+
+
 def main(name: str) -> None:
     argv = sys.argv[1:]
     scenario = os.environ.get("FAKE_SCENARIO", "ok")
@@ -344,4 +415,8 @@ def main(name: str) -> None:
     }
     if name == "agent-run":
         sys.exit(agent_run(argv))
+    if version_or_help(name, argv):
+        sys.exit(0)
+    if scenario.startswith("replay:") and argv[:1] not in (["app-server"], ["models"]):
+        sys.exit(replay(name, argv, scenario.split(":", 1)[1]))
     sys.exit(handlers[name](argv, scenario))

@@ -1,0 +1,111 @@
+"""The failure shape of a receipt (SPEC 4.1 Receipts, 3.0): `code` equal to `status`, and `next`.
+
+Every receipt with `ok: false` — written by the supervisor, or made up by `wait` (`worker-lost`,
+`wait-timeout`) — carries the universal failure fields, so a failing `pair send` or `pair wait`
+document has `code`, `reason` and `next` like every other refusal. This module words them, and
+builds the minimal receipt written when nobody can build the full one (a supervisor that broke,
+a cancel whose supervisor is gone); it reads and writes nothing.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from registry.timeutil import iso_z
+
+if TYPE_CHECKING:
+    from pair.state import Marker, PairPaths, Session
+
+
+def _command(*words: str) -> str:
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def failure_fields(
+    status: str,
+    *,
+    root: str | Path,
+    seq: int,
+    kind: str | None,
+    transcript: str | None = None,
+    retry_after_seconds: float | None = None,
+) -> dict[str, Any]:
+    """`{code, next}` for a failed turn of `status` in the worktree `root`."""
+    resend = _command("pair", "send", "--repo", str(root), "--kind", kind or "task")
+    resend += " --body-file FILE"
+    read = f"read the transcript {transcript}" if transcript else "read the transcript"
+    if status == "rate-limited":
+        wait = (
+            f"wait {retry_after_seconds:g}s"
+            if retry_after_seconds is not None
+            else "wait until the partner's limit resets"
+        )
+        step = f"{wait}, then resend: {resend}"
+    elif status == "empty-reply":
+        step = f"{read} before resending (the prompt may already be consumed), then: {resend}"
+    elif status == "hang-killed":
+        step = f"{read}; if the work is slow, resend with larger budgets: {resend} --idle-min M"
+    elif status == "cancelled":
+        step = f"the turn was stopped; send the next one when ready: {resend}"
+    elif status == "worker-lost":
+        clear = _command("pair", "clear", "--repo", str(root))
+        step = f"once no process of the turn is alive: {clear}, then resend: {resend}"
+    elif status == "wait-timeout":
+        step = f"wait again: {_command('pair', 'wait', '--repo', str(root), '--seq', str(seq))}"
+    else:
+        step = f"{read}, fix the cause, then resend: {resend}"
+    return {"code": status, "next": step}
+
+
+def minimal_receipt(
+    paths: PairPaths,
+    session: Session,
+    marker: Marker,
+    *,
+    status: str,
+    reason: str,
+    supervisor_pid: int | None,
+    started_at: str | None,
+    leftovers: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A receipt of plain values only, so building it cannot fail the way the full one did."""
+    seq, kind = marker.seq, marker.kind
+    transcript = paths.turn_file(seq, kind, ".log")
+    partner = marker.partner or {}
+    return {
+        "seq": seq,
+        "kind": kind,
+        "sid": session.sid,
+        "partner": session.partner,
+        "model": None,
+        "effort": None,
+        "write": marker.write,
+        "command": [],
+        "ok": False,
+        "status": status,
+        **failure_fields(
+            status, root=session.worktree, seq=seq, kind=kind, transcript=str(transcript)
+        ),
+        "reason": reason,
+        "exit_code": None,
+        "seconds": None,
+        "reply": None,
+        "partial_reply": False,
+        "heavy_queue": None,
+        "throttle_signals": None,
+        "rate_limits": None,
+        "retry_after_seconds": None,
+        "leftovers": leftovers,
+        "foreign_ref_changes": None,
+        "receipt_file": str(paths.turn_file(seq, kind, "-receipt.json")),
+        "transcript": str(transcript),
+        "prompt_file": str(paths.turn_file(seq, kind, "-prompt.md")),
+        "reply_file": None,
+        "started_at": started_at or marker.started_at,
+        "finished_at": iso_z(),
+        "supervisor_pid": supervisor_pid,
+        "partner_pid": partner.get("pid") if isinstance(partner, dict) else None,
+        "budgets": {"idle_seconds": marker.idle_seconds, "total_seconds": marker.total_seconds},
+    }

@@ -1,0 +1,216 @@
+"""The real claude, codex and opencode through `pair` and `unit` (SPEC 4.2).
+
+Each CLI runs against the scripted model server (tests/fakes/model_server.py), which picks its
+answer from a marker in the prompt and logs every request, so these tests can prove what the
+fakes cannot: the file a writable turn writes, the read-only turn that cannot, the model and
+effort on the wire for every turn (resumes included), a 429 ending `rate-limited` with the CLI's
+own message, a hang killed with nothing left running, cancel, restaff and a unit end to end.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import psutil
+import pytest
+
+from tests.conftest import Result, Sandbox
+from tests.fakes.model_server import RATE_LIMIT_MESSAGE, ModelServer
+from tests.real.conftest import (
+    EFFORT,
+    MODELS,
+    RESOLVED,
+    WIRE_MODEL,
+    WIRE_PATH,
+    running,
+    wire_effort,
+)
+
+# A CLI that boots slowly on a loaded machine (opencode) needs more than the suite default.
+pytestmark = [pytest.mark.real, pytest.mark.timeout(400)]
+
+PARTNERS = ("claude", "codex", "opencode")
+VERSIONS = {
+    "claude": "2.1.197 (Claude Code)",
+    "codex": "codex-cli 0.171.0",
+    "opencode": "1.18.33",
+}
+_bodies = itertools.count(1)
+
+
+def send(sandbox: Sandbox, text: str, *options: str, kind: str = "task") -> Result:
+    body = sandbox.root / f"body-{next(_bodies)}.md"
+    body.write_text(text + "\n")
+    return sandbox.pair("send", "--kind", kind, "--body-file", str(body), *options, timeout=180)
+
+
+def init(sandbox: Sandbox, partner: str, *options: str) -> Result:
+    return sandbox.pair(
+        "init",
+        "--partner",
+        partner,
+        "--lead",
+        "human",
+        "--model",
+        MODELS[partner],
+        "--effort",
+        EFFORT,
+        *options,
+        timeout=180,
+    )
+
+
+def model_turns(server: ModelServer) -> list:
+    return [call for call in server.turns() if call.script != "title"]
+
+
+def assert_model_and_effort_on_every_call(server: ModelServer, partner: str) -> None:
+    calls = model_turns(server)
+    assert calls, "the CLI never reached the model server"
+    seen = {(call.model, wire_effort(call.effort, call.api)) for call in calls}
+    assert seen == {(WIRE_MODEL[partner], EFFORT)}, seen
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+# One session per CLI carries every turn kind, so the slow-starting CLIs start as few times as
+# possible (opencode takes seconds to boot on a loaded machine).
+@pytest.mark.parametrize("partner", PARTNERS)
+def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, partner: str) -> None:
+    created = init(sandbox, partner, "--role", "executor")
+    assert created.code == 0, created.stdout + created.stderr
+    assert created["status"] == "created" and created["sid"]
+    assert created["partner_bin_version"] == VERSIONS[partner]
+    assert created["model_resolved"] == RESOLVED[partner]
+
+    # A writable task: the real CLI runs the scripted shell command, which writes the file.
+    wrote = send(sandbox, "MOCK:write PARTNER.md")  # an executor's turn is writable
+    assert wrote["status"] == "replied", wrote.stdout
+    assert wrote["write"] is True and wrote["reply"] == "wrote PARTNER.md"
+    # The receipt says what the command line passed: opencode's resume keeps its session's model.
+    assert wrote["effort"] == EFFORT
+    assert wrote["model"] == (None if partner == "opencode" else WIRE_MODEL[partner])
+    assert (sandbox.repo / "PARTNER.md").read_text() == "written by the partner\n"
+
+    # A read-only turn asked to do the same writes nothing.
+    blocked = send(sandbox, "MOCK:write BLOCKED.md", "--read-only", kind="question")
+    assert blocked["status"] == "replied", blocked.stdout
+    assert blocked["write"] is False
+    assert not (sandbox.repo / "BLOCKED.md").exists(), "a read-only turn wrote a file"
+
+    # HTTP 429: rate-limited, in the CLI's own words.
+    limited = send(sandbox, "MOCK:429")
+    assert limited.code == 1 and limited["status"] == "rate-limited", limited.stdout
+    assert limited["code"] == "rate-limited" and limited["next"]
+    reason = limited["reason"]
+    assert "429" in reason and "read the transcript" not in reason
+    # opencode's error event carries the server's `retry-after-ms: 20`; the others name no wait
+    wait = limited["retry_after_seconds"]
+    assert wait == pytest.approx(0.02) if partner == "opencode" else wait is None
+    if partner != "codex":  # codex reports only the status line
+        assert RATE_LIMIT_MESSAGE in reason
+    else:  # an API key cannot read account limits: known after the first turn, never re-asked
+        assert limited["rate_limits"]["available"] is False
+        assert "authentication" in limited["rate_limits"]["why"]
+
+    # A hang: the idle budget kills the partner and everything it started — for claude and
+    # codex a tool command that sleeps and leaves a `setsid` grandchild, for opencode a stream
+    # that stops.
+    seconds = random.randint(3100, 3899)  # a command line no other test has
+    script = "hang-stream" if partner == "opencode" else f"hang-tool {seconds}"
+    hung = send(sandbox, f"MOCK:{script}", "--idle-min", "0.05")
+    assert hung["status"] == "hang-killed", hung.stdout
+    assert hung["reason"].startswith("hang: no output for")
+    assert gone(hung["partner_pid"])
+    assert not running(rf"sleep {seconds + 1}\b")
+    assert not running(rf"sleep {seconds}\b"), "the setsid grandchild outlived its turn"
+    if partner != "opencode":
+        assert any(f"sleep {seconds}" in " ".join(item["argv"]) for item in hung["leftovers"])
+
+    status = sandbox.pair("status")
+    assert status["seq"] == 4 and status["session_known"] is True
+    assert status["in_flight"] is None
+    assert status["model_resolved"] == RESOLVED[partner]
+    # Every request the session made — the bootstrap, the first turn and every resume — ran on
+    # the requested model and effort (codex resumes used to fall back to the CLI default).
+    assert len(model_turns(real_clis)) >= 5
+    assert_model_and_effort_on_every_call(real_clis, partner)
+    assert {call.path for call in real_clis.turns()} == {WIRE_PATH[partner]}
+    assert real_clis.other == [], "the CLI called an endpoint besides its one API"
+
+    # Cancel: the turn is stopped wherever it is (a slow CLI may still be starting).
+    started = send(sandbox, "MOCK:hang-stream", "--background", kind="question")
+    assert started["status"] == "running", started.stdout
+    cancelled = sandbox.pair("cancel", "--reason", "the lead changed its mind")
+    assert cancelled["status"] == "cancelled", cancelled.stdout
+    assert "the lead changed its mind" in cancelled["reason"]
+    assert gone(started["partner_pid"])
+    waited = sandbox.pair("wait", "--seq", str(started["seq"]), "--timeout-min", "1")
+    assert waited["status"] == "cancelled"
+    assert sandbox.pair("status")["in_flight"] is None
+    assert sandbox.pair("end").code == 0
+
+
+def test_a_unit_end_to_end_restaffed_across_the_real_clis(
+    sandbox: Sandbox, real_clis: ModelServer
+) -> None:
+    sandbox.task.write_text("Add a greeting file. MOCK:write GREETING.md\n")
+    created = sandbox.unit(
+        *sandbox.create_args("u1", partner="claude", model=RESOLVED["claude"], effort=EFFORT),
+        timeout=180,
+    )
+    assert created.code == 0, created.stdout + created.stderr
+    assert created["unit"]["lifecycle"] == "working"
+    worktree = sandbox.worktree("u1")
+    first = sandbox.wait_turn("u1")
+    assert first["status"] == "replied", first
+    assert (worktree / "GREETING.md").read_text() == "written by the partner\n"
+    status = sandbox.unit("status", "--unit", "u1")
+    assert status.code == 0, status.stdout
+    assert status["unit"]["observed"]["latest_receipt"]["status"] == "replied"
+
+    for partner in ("codex", "opencode"):  # restaffed from one real CLI to the next
+        (worktree / "GREETING.md").unlink()
+        restaffed = sandbox.unit(
+            "restaff",
+            "--unit",
+            "u1",
+            "--lead",
+            "human",
+            "--partner",
+            partner,
+            "--reason",
+            "another CLI",
+            "--model",
+            RESOLVED[partner],
+            "--effort",
+            EFFORT,
+            timeout=240,
+        )
+        assert restaffed.code == 0, restaffed.stdout + restaffed.stderr
+        assert restaffed["unit"]["staffing"]["current"]["partner"] == partner
+        handed = sandbox.wait_turn("u1")
+        assert handed["status"] == "replied", handed
+        assert handed["partner"] == partner
+        # The new CLI read the handed-over task and wrote the file again.
+        assert (worktree / "GREETING.md").read_text() == "written by the partner\n"
+    wire = {
+        (call.api, call.model, wire_effort(call.effort, call.api))
+        for call in model_turns(real_clis)
+    }
+    assert wire == {
+        ("anthropic", WIRE_MODEL["claude"], EFFORT),
+        ("openai", WIRE_MODEL["codex"], EFFORT),
+        ("anthropic", WIRE_MODEL["opencode"], EFFORT),
+    }
+
+    gone = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
+    assert gone.code == 0 and gone["status"] == "dismantled", gone.stdout
+    assert not worktree.exists()
+    assert not running(str(worktree))
