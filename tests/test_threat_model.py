@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -73,12 +74,17 @@ class World:
         }
 
     def plant(self, unit_id: str, **fields: Any) -> None:
-        defaults = {
-            "lead": "human",
-            "resources": {"task_file": True, "worktree": True, "local_branch": True},
-            "pr": {"number": 1, "state": "merged", "proved": True, "head_sha": "0" * 40},
-        }
-        write_record(self.sandbox, unit_id, **{**defaults, **fields})
+        plant(self.sandbox, unit_id, **fields)
+
+
+def plant(sandbox: Sandbox, unit_id: str, **fields: Any) -> None:
+    """A hostile record: merged, proved, owning everything it names."""
+    defaults = {
+        "lead": "human",
+        "resources": {"task_file": True, "worktree": True, "local_branch": True},
+        "pr": {"number": 1, "state": "merged", "proved": True, "head_sha": "0" * 40},
+    }
+    write_record(sandbox, unit_id, **{**defaults, **fields})
 
 
 @pytest.fixture
@@ -150,7 +156,7 @@ def test_a_forced_dismantle_names_the_untrusted_field(world: World) -> None:
         "other-unit": ("worktree", "unit victim's worktree"),
         "other-pair": ("pair.state_dir", "no proven worktree"),
         "base-branch": ("branch", "the recorded base"),
-        "origin-default": ("branch", "origin's default branch"),
+        "origin-default": ("branch", "main is never deleted by unitmgr"),
         "victim-branch": ("branch", "unit victim records it"),
     }
     records = hostile_records(world)
@@ -246,3 +252,125 @@ def test_remote_deletion_is_leased_and_recover_with_names_both_branches(sandbox:
     assert remote["detail"]["skipped"] == f"remote moved from {pushed} to {moved}"
     assert git(sandbox.repo, "ls-remote", "origin", "refs/heads/feat/u1").split()[0] == moved
     assert resumed["abandoned"]["recover_with"] == [f"git branch feat/u1 {abandoned['head']}"]
+
+
+# -- the executor forges git's own files -------------------------------------------------------
+
+
+def linked_worktree(sandbox: Sandbox, name: str, branch: str) -> Path:
+    path = sandbox.root / name
+    git(sandbox.repo, "worktree", "add", "-q", "-b", branch, str(path))
+    return path
+
+
+def refused(sandbox: Sandbox, unit_id: str) -> dict[str, Any]:
+    result = sandbox.unit("dismantle", "--unit", unit_id, "--force", unit_id)
+    assert result.code == 1 and result["code"] == "record-untrusted", result.stdout
+    cause: dict[str, Any] = result["detail"]["cause"]
+    return cause
+
+
+def refs(sandbox: Sandbox) -> tuple[str, str]:
+    return (
+        git(sandbox.repo, "for-each-ref", "--format=%(refname) %(objectname)"),
+        git(sandbox.repo, "ls-remote", "origin"),
+    )
+
+
+@pytest.mark.parametrize("target", ["outside", "registry"])
+def test_a_forged_gitdir_file_proves_no_directory(sandbox: Sandbox, target: str) -> None:
+    linked_worktree(sandbox, "wt1", "u1")
+    admin = sandbox.common_dir / "worktrees" / "wt1"
+    if target == "outside":
+        victim = sandbox.root / "victim"
+        victim.mkdir()
+        (victim / "precious.txt").write_text("not unitmgr's\n")
+    else:  # the registry itself, with a back-link so that git would remove it
+        victim = sandbox.registry
+        victim.mkdir(parents=True, exist_ok=True)
+        (victim / ".git").write_text(f"gitdir: {admin}\n")
+    (admin / "gitdir").write_text(f"{victim / '.git'}\n")
+    plant(sandbox, "u1", worktree=str(victim), branch="u1")
+
+    def state() -> tuple[Any, ...]:
+        # The registry's event log and journals are what the refused command may write.
+        files = tree(victim)
+        if target == "registry":  # what the refused command itself writes there is not compared
+            files = {k: "" for k in files if not k.endswith(("events.jsonl", ".lock"))}
+            files = {k: v for k, v in files.items() if "/journal" not in k}
+        return files, refs(sandbox)
+
+    before = state()
+    cause = refused(sandbox, "u1")
+    assert cause["field"] == "worktree", cause
+    assert state() == before
+
+
+def test_a_worktree_swapped_for_a_symlink_reaps_and_removes_nothing(sandbox: Sandbox) -> None:
+    worktree = linked_worktree(sandbox, "wt2", "u2")
+    victim = sandbox.root / "victim2"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("not unitmgr's\n")
+    shutil.rmtree(worktree)
+    worktree.symlink_to(victim)
+    process = subprocess.Popen(["sleep", "300"], cwd=victim)
+    try:
+        plant(sandbox, "u2", worktree=str(worktree), branch="u2")
+        before = tree(victim), refs(sandbox)
+        cause = refused(sandbox, "u2")
+        assert cause["field"] == "worktree" and "symlink" in cause["git"], cause
+        assert process.poll() is None, "a process outside every worktree was killed"
+        assert (tree(victim), refs(sandbox)) == before
+        assert worktree.is_symlink()
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_an_unreadable_record_leaves_nothing_proven(world: World) -> None:
+    sandbox, victim = world.sandbox, world.victim
+    (sandbox.registry / "units" / "victim.json").write_text("{garbage")
+    world.plant("thief", worktree=victim["worktree"], branch=victim["branch"])
+    before = tree(Path(victim["worktree"])), refs(sandbox)
+    cause = refused(sandbox, "thief")
+    assert cause["field"] == "registry" and "unit victim" in cause["git"], cause
+    assert cause["recorded"].endswith("victim.json"), cause
+    assert (tree(Path(victim["worktree"])), refs(sandbox)) == before
+
+
+def test_forged_refs_and_reflogs_protect_main_and_origins_default(sandbox: Sandbox) -> None:
+    repo = sandbox.repo
+    assert sandbox.origin is not None
+    # origin's default is `trunk`; the executor hides that and forges main's creation.
+    git(repo, "push", "-q", "origin", "HEAD:trunk")
+    git(sandbox.origin, "symbolic-ref", "HEAD", "refs/heads/trunk")
+    git(repo, "fetch", "-q", "origin")
+    git(repo, "branch", "-q", "trunk", "origin/trunk")
+    git(repo, "checkout", "-q", "-b", "dev")
+    git(repo, "update-ref", "-d", "--no-deref", "refs/remotes/origin/HEAD")
+    reflog = sandbox.common_dir / "logs" / "refs" / "heads" / "main"
+    sha = git(repo, "rev-parse", "main")
+    reflog.write_text(
+        f"{'0' * 40} {sha} Executor <e@x> 1700000000 +0000\tbranch: Created from HEAD\n"
+    )
+    assert (
+        git(repo, "reflog", "show", "--format=%gs", "main")
+        .splitlines()[-1]
+        .startswith("branch: Created")
+    )
+    for unit_id, branch, reported in (
+        ("take-main", "main", "never deleted"),
+        ("take-trunk", "trunk", "origin's default branch"),
+    ):
+        plant(
+            sandbox,
+            unit_id,
+            worktree=str(sandbox.root / f"no-{unit_id}"),
+            branch=branch,
+            base="dev",
+        )
+        before = refs(sandbox)
+        cause = refused(sandbox, unit_id)
+        assert cause["field"] == "branch" and reported in cause["git"], (unit_id, cause)
+        assert refs(sandbox) == before
+        (sandbox.registry / "units" / f"{unit_id}.json").unlink()

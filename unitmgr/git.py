@@ -332,29 +332,41 @@ def delete_remote_branch(branch: str, *, expected_sha: str, cwd: Path) -> str | 
     )
 
 
-def origin_default_branch(*, cwd: Path) -> str | None:
-    """The branch `refs/remotes/origin/HEAD` points at (origin's default), or None."""
-    result = run_git(
+def origin_default_branches(*, cwd: Path) -> set[str]:
+    """Origin's default branch, asked of origin itself, plus the local `origin/HEAD` target.
+
+    `refs/remotes/origin/HEAD` lives in the common dir an executor can write, so origin's own
+    answer (`ls-remote --symref origin HEAD`) is the proof; the local ref only adds to it, and
+    is all there is when origin cannot be reached.
+    """
+    found: set[str] = set()
+    local = run_git(
         ["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"],
         cwd=cwd,
         step="origin default branch",
         check=False,
     )
-    target = result.stdout.strip()
     prefix = "refs/remotes/origin/"
-    return target[len(prefix) :] if result.returncode == 0 and target.startswith(prefix) else None
-
-
-def branch_was_created(branch: str, *, cwd: Path) -> bool:
-    """Whether the branch's oldest reflog entry is `branch: Created from` (a `-b` made it)."""
-    result = run_git(
-        ["reflog", "show", "--format=%gs", f"refs/heads/{branch}", "--"],
-        cwd=cwd,
-        step=f"reflog {branch}",
-        check=False,
-    )
-    entries = result.stdout.strip().splitlines()
-    return result.returncode == 0 and bool(entries) and entries[-1].startswith("branch: Created")
+    target = local.stdout.strip()
+    if local.returncode == 0 and target.startswith(prefix):
+        found.add(target[len(prefix) :])
+    if not has_remote(cwd):
+        return found
+    try:
+        remote = run_git(
+            ["ls-remote", "--symref", "origin", "HEAD"],
+            cwd=cwd,
+            step="ls-remote --symref origin HEAD",
+            network=True,
+            check=False,
+        )
+    except GitTimeout:
+        return found
+    for line in remote.stdout.splitlines():
+        ref, _, name = line.partition("\t")
+        if name == "HEAD" and ref.startswith("ref: refs/heads/"):
+            found.add(ref.removeprefix("ref: refs/heads/"))
+    return found
 
 
 def exclude_file(*, cwd: Path) -> Path:

@@ -22,6 +22,7 @@ except through `reap`, which only runs on a proven worktree.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,9 @@ from typing import Any
 from registry.errors import StateError
 from registry.processes import reap_processes_under
 from registry.records import UnitRecord
+from registry.store import UnreadableRecord
 from unitmgr import git
-from unitmgr.workspace import Workspace, realpath
+from unitmgr.workspace import Workspace, is_inside, realpath
 
 PROTECTED_NAMES = ("main", "master")
 
@@ -139,11 +141,59 @@ class Ownership:
                 if row is self.rows[0]
                 else "no admin dir for it under this repository's worktrees/",
             )
+        self._prove_location(row, admin)
         gone = not os.path.lexists(row.path)
+        if not gone:
+            self._prove_back_link(row, admin)
         if not (gone and row.prunable is not None) and row.branch != record.branch:
             checked_out = row.branch or ("a detached HEAD" if row.detached else "no branch")
             raise self._untrusted("branch", record.branch, f"{row.path} has {checked_out}")
         return ProvenWorktree(row, admin)
+
+    def _prove_location(self, row: git.WorktreeRow, admin: Path) -> None:
+        """No symlink on the way, and nowhere near the common dir or the main worktree.
+
+        The row and the admin dir both come from the admin dir's own `gitdir` file, which an
+        executor can rewrite: they agree with each other by construction, so the path itself
+        is checked here.
+        """
+        path = self.record.worktree
+        normal = os.path.normpath(row.path)
+        real = realpath(row.path)
+        if real != normal:
+            raise self._untrusted("worktree", path, f"{row.path} resolves through a symlink")
+        if os.path.islink(admin) or realpath(admin.parent) != realpath(
+            self.workspace.common_git_dir / "worktrees"
+        ):
+            raise self._untrusted("worktree", path, f"its admin dir {admin} is a symlink")
+        for name, guarded in (
+            ("the git common dir", realpath(self.workspace.common_git_dir)),
+            ("the main worktree", realpath(self.rows[0].path)),
+        ):
+            if is_inside(real, guarded) or is_inside(guarded, real):
+                raise self._untrusted("worktree", path, f"{row.path} overlaps {name} {guarded}")
+
+    def _prove_back_link(self, row: git.WorktreeRow, admin: Path) -> None:
+        """A present worktree: git does not call it prunable, and its `.git` file names `admin`."""
+        path = self.record.worktree
+        if row.prunable is not None:
+            raise self._untrusted(
+                "worktree", path, f"git marks {row.path} prunable ({row.prunable or 'stale'})"
+            )
+        dot_git = os.path.join(row.path, ".git")
+        try:
+            info = os.lstat(dot_git)
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError("not a regular file")
+            with open(dot_git, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(8192).strip()
+        except OSError:
+            raise self._untrusted(
+                "worktree", path, f"{dot_git} is not a regular file linking back to {admin}"
+            ) from None
+        target = text.removeprefix("gitdir:").strip() if text.startswith("gitdir:") else ""
+        if not target or realpath(os.path.join(row.path, target)) != realpath(admin):
+            raise self._untrusted("worktree", path, f"{dot_git} does not link back to {admin}")
 
     def pair_state_dir(self, proven: ProvenWorktree | None) -> Path | None:
         """The pair state to end and archive: only the proven worktree's own.
@@ -182,11 +232,12 @@ class Ownership:
         cwd = self.workspace.toplevel
         if branch == record.base:
             raise self._untrusted("branch", branch, "it is the recorded base")
-        default = git.origin_default_branch(cwd=cwd)
-        if default is not None and branch == default:
+        if branch in PROTECTED_NAMES:
+            # Stricter than SPEC 2.5's "unless the unit created it": the reflog that would
+            # prove it is writable by every executor (references/decisions.md).
+            raise self._untrusted("branch", branch, f"{branch} is never deleted by unitmgr")
+        if branch in git.origin_default_branches(cwd=cwd):
             raise self._untrusted("branch", branch, "it is origin's default branch")
-        if branch in PROTECTED_NAMES and not git.branch_was_created(branch, cwd=cwd):
-            raise self._untrusted("branch", branch, f"{branch} was not created by a unit")
         for other in self.others:
             if branch in (other.branch, other.base):
                 raise self._untrusted("branch", branch, f"unit {other.unit_id} records it")
@@ -197,9 +248,22 @@ class Ownership:
 
 
 def others_of(workspace: Workspace, record: UnitRecord) -> list[UnitRecord]:
-    """Every other readable record: a target two records claim belongs to neither for sure."""
-    return [
-        entry
-        for entry in workspace.registry.scan()
-        if isinstance(entry, UnitRecord) and entry.unit_id != record.unit_id
-    ]
+    """Every other record: a target two records claim belongs to neither for sure.
+
+    An unreadable other record may name this record's targets, so while one exists nothing is
+    proven and `record-untrusted` names it (references/decisions.md).
+    """
+    others: list[UnitRecord] = []
+    for entry in workspace.registry.scan():
+        if entry.unit_id == record.unit_id:
+            continue
+        if isinstance(entry, UnreadableRecord):
+            raise RecordUntrusted(
+                record,
+                "registry",
+                str(entry.path),
+                f"unit {entry.unit_id}'s record is unreadable ({entry.code}), so what it owns "
+                "cannot be told apart from this unit's",
+            )
+        others.append(entry)
+    return others
