@@ -26,12 +26,12 @@ from pair.environment import detect_lead, partner_environment
 from pair.errors import StateError, UsageError
 from pair.git import locate
 from pair.partners import LEADS
+from pair.paths import PairPaths, is_log, is_receipt, state_dir_for
 from pair.receipts import failure_fields
 from pair.state import (
     TURN_KINDS,
     Marker,
     MarkerUnreadable,
-    PairPaths,
     Session,
     acquire_marker,
     crash_point,
@@ -54,6 +54,30 @@ from registry.processes import (
 )
 from registry.timeutil import iso_from_epoch, iso_z, seconds_from_env, stamp
 
+__all__ = [
+    "PairPaths",
+    "cancel",
+    "cancel_state",
+    "clear",
+    "clear_state",
+    "close_state",
+    "end",
+    "end_state",
+    "ended_receipt",
+    "init",
+    "is_log",
+    "is_receipt",
+    "parse_minutes",
+    "paths_at",
+    "paths_for",
+    "read_status",
+    "resolve_model",
+    "send",
+    "state_dir_for",
+    "status",
+    "wait",
+]
+
 if TYPE_CHECKING:
     from pair.models import Resolution
     from pair.partners.base import Partner
@@ -66,12 +90,25 @@ DEFAULT_WAIT_MINUTES = 125.0
 SYNC_SEND_SLACK_SECONDS = 60.0
 
 
+# -- paths: the one place unitmgr learns where a pair's files are ----------------------------
+
+
+def paths_for(worktree: str | Path) -> PairPaths:
+    """The pair files of `worktree` (one git call: its absolute git dir)."""
+    return _paths(worktree)[1]
+
+
+def paths_at(state_dir: str | Path) -> PairPaths:
+    """The pair files under a known state dir (no git call; the worktree may be gone)."""
+    return PairPaths(Path(state_dir))
+
+
 # -- helpers -------------------------------------------------------------------------------
 
 
 def _paths(repo: str | Path) -> tuple[Path, PairPaths]:
     place = locate(repo)
-    return place.root, PairPaths(place.state_dir)
+    return place.root, PairPaths(state_dir_for(place.git_dir))
 
 
 def _require_session(paths: PairPaths) -> Session:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pair.errors import StateError, UsageError
+from pair.paths import state_dir_for
 from registry.processes import child_environment
 
 GIT_TIMEOUT_SECONDS = 120
@@ -22,7 +23,7 @@ class Place:
 
     @property
     def state_dir(self) -> Path:
-        return self.git_dir / "pair"
+        return state_dir_for(self.git_dir)
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

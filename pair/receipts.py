@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from registry.timeutil import iso_z
 
 if TYPE_CHECKING:
-    from pair.state import Marker, PairPaths, Session
+    from pair.paths import PairPaths
+    from pair.state import Marker, Session
 
 
 def _command(*words: str) -> str:

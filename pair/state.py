@@ -1,13 +1,5 @@
-"""A pair's files in `<absolute-git-dir>/pair/` and the one-turn-at-a-time marker.
-
-```
-session.json                      the session (partner, sid, seq, staffing)
-in-flight.json                    the in-flight marker: at most one turn (or bootstrap) runs
-in-flight.lock                    flock serializing every change to the marker
-transcripts/NNNN-<kind>.log       the partner's output (redacted), byte for byte
-transcripts/NNNN-<kind>-prompt.md / -reply.md / -receipt.json / -supervisor.log
-ended/<stamp>-<sid>/              sessions that `end` closed (kept for the archive)
-```
+"""A pair's session and the one-turn-at-a-time marker, read and written in the files that
+`pair.paths` names.
 
 The marker is never taken over: a dead one is removed only by `clear`, after proving that none of
 its processes (launcher, supervisor, partner and the partner's process group) is alive. Every
@@ -23,11 +15,11 @@ import json
 import os
 import signal
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pair.errors import StateError
+from pair.paths import PairPaths
 from registry.atomic import remove_file, write_text_atomic
 from registry.locks import Deadline, FileLock
 from registry.processes import ProcessIdentity, group_members, is_alive
@@ -36,35 +28,6 @@ from registry.records import Record, RecordTooNew, RecordUnreadable
 SESSION_SCHEMA_VERSION = 1
 TURN_KINDS = ("task", "review", "question", "ready", "accepted", "blocked", "stalemate", "handoff")
 BOOTSTRAP_KIND = "init"
-
-
-@dataclass(frozen=True)
-class PairPaths:
-    state_dir: Path
-
-    @property
-    def session_file(self) -> Path:
-        return self.state_dir / "session.json"
-
-    @property
-    def marker_file(self) -> Path:
-        return self.state_dir / "in-flight.json"
-
-    @property
-    def marker_mutex_file(self) -> Path:
-        return self.state_dir / "in-flight.lock"
-
-    @property
-    def transcripts_dir(self) -> Path:
-        return self.state_dir / "transcripts"
-
-    @property
-    def ended_dir(self) -> Path:
-        return self.state_dir / "ended"
-
-    def turn_file(self, seq: int, kind: str, suffix: str) -> Path:
-        """`suffix` is `.log`, `-prompt.md`, `-reply.md`, `-receipt.json` or `-supervisor.log`."""
-        return self.transcripts_dir / f"{seq:04d}-{kind}{suffix}"
 
 
 @dataclasses.dataclass(kw_only=True)
