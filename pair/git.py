@@ -56,6 +56,16 @@ def locate(repo: str | Path) -> Place:
     return Place(root=Path(lines[0]), git_dir=Path(lines[1]))
 
 
+def head_commit(worktree: Path) -> str | None:
+    """The commit the worktree's HEAD names; None for an unborn branch or when git cannot say."""
+    try:
+        completed = _git(worktree, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = completed.stdout.strip()
+    return sha if completed.returncode == 0 and sha else None
+
+
 # -- the ref audit (SPEC 4.1) ------------------------------------------------------------------
 
 MAIN_WORKTREE_HEAD = "main-worktree/HEAD"  # git's own name for the main worktree's HEAD

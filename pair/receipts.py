@@ -109,4 +109,5 @@ def minimal_receipt(
         "supervisor_pid": supervisor_pid,
         "partner_pid": partner.get("pid") if isinstance(partner, dict) else None,
         "budgets": {"idle_seconds": marker.idle_seconds, "total_seconds": marker.total_seconds},
+        "base_commit": marker.base_commit,
     }

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pair.errors import StateError
-from pair.paths import PairPaths
+from pair.paths import PairPaths, is_receipt
 from registry.atomic import remove_file, write_text_atomic
 from registry.locks import Deadline, FileLock
 from registry.processes import ProcessIdentity, group_members, is_alive
@@ -72,6 +72,7 @@ class Marker(Record):
     partner: dict[str, Any] | None = None
     heavy_queue: dict[str, Any] | None = None
     cancel: dict[str, Any] | None = None  # {reason, requested_at}: `pair cancel` asked
+    base_commit: str | None = None  # the worktree's HEAD when the turn was granted (the runner)
 
     def identities(self) -> list[ProcessIdentity]:
         found = []
@@ -209,6 +210,22 @@ def read_receipt(path: Path) -> dict[str, Any] | None:
     except ValueError:
         return {"unreadable": str(path)}
     return data if isinstance(data, dict) else {"unreadable": str(path)}
+
+
+def receipt_file_of(paths: PairPaths, session: Session | None, seq: int) -> Path | None:
+    """Where turn `seq`'s receipt is (its kind is in the session for the latest turn; older
+    turns are found by their number), None when no such file is named."""
+    if session is not None and seq == session.seq and session.latest_kind:
+        return paths.receipt_file(seq, session.latest_kind)
+    try:
+        names = os.listdir(paths.transcripts_dir)
+    except FileNotFoundError:
+        return None
+    prefix = f"{seq:04d}-"
+    for name in sorted(names):
+        if name.startswith(prefix) and is_receipt(name):
+            return paths.transcripts_dir / name
+    return None
 
 
 def acquire_marker(paths: PairPaths, build: Callable[[], Marker], root: Path) -> Marker:

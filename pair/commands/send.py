@@ -4,6 +4,7 @@ turn."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ from pair.commands.shared import (
 from pair.commands.wait import wait
 from pair.environment import detect_lead
 from pair.errors import UsageError
-from pair.launch import start_supervisor
+from pair.git import head_commit
+from pair.paths import PairPaths
+from pair.runner import TurnLease, TurnStart, runner_for
 from pair.state import TURN_KINDS, Marker, Session, acquire_marker, crash_point, save_session
 from registry.atomic import ensure_private_dir, write_text_atomic
 from registry.processes import current_identity
@@ -38,10 +41,7 @@ def send(
     idle_min: float | str | None = None,
     total_min: float | str | None = None,
 ) -> dict[str, Any]:
-    if kind not in TURN_KINDS:
-        raise UsageError(
-            "unknown-kind", f"unknown kind {kind!r} — use one of {', '.join(TURN_KINDS)}"
-        )
+    _check_kind(kind)  # before the body: a bad kind is named first
     if body is None:
         if body_file is None:
             raise UsageError("missing-body", "send needs --body-file")
@@ -53,6 +53,39 @@ def send(
             raise UsageError(
                 "no-body-file", f"cannot read body file {body_file}: {error}"
             ) from None
+    granted = grant_turn(
+        repo, kind=kind, body=body, lead=lead, write=write, idle_min=idle_min, total_min=total_min
+    )
+    running = runner_for(granted.paths.state_dir).start(granted.turn)
+    if background:
+        return running
+    return wait(
+        granted.turn.worktree,
+        seq=granted.turn.seq,
+        timeout_min=(granted.total_minutes * 60 + SYNC_SEND_SLACK_SECONDS) / 60,
+    )
+
+
+@dataclass(frozen=True)
+class Granted:
+    paths: PairPaths
+    turn: TurnStart
+    total_minutes: float
+
+
+def grant_turn(
+    repo: str | Path,
+    *,
+    kind: str,
+    body: str,
+    lead: str | None = None,
+    write: bool | None = None,
+    idle_min: float | str | None = None,
+    total_min: float | str | None = None,
+) -> Granted:
+    """All `send` does before a runner is asked: check the turn, take the in-flight lock (the
+    turn's lease, at the next seq) and write the prompt. The same for every runner."""
+    _check_kind(kind)
     if not body.strip():
         raise UsageError("empty-body", "the body is empty — a partner turn needs a message")
     idle = parse_minutes(idle_min, "--idle-min")
@@ -61,6 +94,7 @@ def send(
     root, paths = locate_paths(repo)
     session = require_session(paths)
     version = _recheck_partner_cli(session)
+    base_commit = head_commit(root)
     lease = write if write is not None else session.role == "executor"
     default_idle, default_total = default_budgets(kind, lease)
     idle = idle or default_idle
@@ -97,10 +131,24 @@ def send(
     prompt += body.rstrip() + "\n"
     ensure_private_dir(paths.transcripts_dir)
     write_text_atomic(paths.turn_file(seq, kind, "-prompt.md"), prompt)
-    running = start_supervisor(paths, root, seq, kind, token)
-    if background:
-        return running
-    return wait(root, seq=seq, timeout_min=(total * 60 + SYNC_SEND_SLACK_SECONDS) / 60)
+
+    return Granted(
+        paths=paths,
+        turn=TurnStart(
+            kind=kind,
+            lease=TurnLease(epoch=seq, token=token, write=lease),
+            worktree=root,
+            base_commit=base_commit,
+        ),
+        total_minutes=total,
+    )
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in TURN_KINDS:
+        raise UsageError(
+            "unknown-kind", f"unknown kind {kind!r} — use one of {', '.join(TURN_KINDS)}"
+        )
 
 
 def _recheck_partner_cli(session: Session) -> str | None:

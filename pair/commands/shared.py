@@ -7,7 +7,6 @@ It reads files and makes one git call (`locate_paths`); it starts and signals no
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -100,17 +99,3 @@ def session_view(paths: PairPaths, session: Session) -> dict[str, Any]:
         "state_file": str(paths.session_file),
         "transcripts": str(paths.transcripts_dir),
     }
-
-
-def find_receipt_file(paths: PairPaths, session: Session, seq: int) -> Path | None:
-    if seq == session.seq and session.latest_kind:
-        return paths.turn_file(seq, session.latest_kind, "-receipt.json")
-    try:
-        names = os.listdir(paths.transcripts_dir)
-    except FileNotFoundError:
-        return None
-    prefix = f"{seq:04d}-"
-    for name in sorted(names):
-        if name.startswith(prefix) and name.endswith("-receipt.json"):
-            return paths.transcripts_dir / name
-    return None

@@ -8,17 +8,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pair.commands.shared import (
-    WAIT_POLL_SECONDS,
-    find_receipt_file,
-    locate_paths,
-    parse_minutes,
-    require_session,
-)
+from pair.commands.shared import WAIT_POLL_SECONDS, locate_paths, parse_minutes, require_session
 from pair.errors import UsageError
 from pair.paths import PairPaths
 from pair.receipts import failure_fields
-from pair.state import Marker, MarkerUnreadable, load_session, read_marker, read_receipt
+from pair.runner import runner_for
+from pair.state import MarkerUnreadable, load_session, read_marker, read_receipt, receipt_file_of
 from registry.processes import ProcessIdentity, is_alive
 
 NO_MARKER_GRACE_SECONDS = 10.0
@@ -38,33 +33,21 @@ def wait(
         raise UsageError(
             "invalid-seq", "no turn has been sent in this pair yet — send one before waiting"
         )
+    runner = runner_for(paths.state_dir)
     started = time.monotonic()
     deadline = started + minutes * 60
-    next_liveness_check = started
     while True:
-        session = load_session(paths) or session
-        receipt_path = find_receipt_file(paths, session, target)
-        receipt = read_receipt(receipt_path) if receipt_path else None
-        try:
-            marker = read_marker(paths)
-        except MarkerUnreadable:
-            marker = None
-        own_marker = marker if marker is not None and marker.seq == target else None
-        now = time.monotonic()
+        receipt = runner.receipt(target)
         if receipt is not None:
-            supervisor = ProcessIdentity.from_json(own_marker.supervisor) if own_marker else None
-            if own_marker is None or not is_alive(supervisor):
-                return receipt
-        elif own_marker is not None:
-            if now >= next_liveness_check:
-                next_liveness_check = now + 1.0
-                lost = _lost_reason(own_marker)
-                if lost is not None:
-                    return {
-                        **_unfinished("worker-lost", root, target, own_marker.kind, lost),
-                        "partner_pid": (own_marker.partner or {}).get("pid"),
-                    }
-        elif now - started > NO_MARKER_GRACE_SECONDS:
+            return receipt
+        turn = runner.probe(target)
+        now = time.monotonic()
+        if turn.lost is not None:
+            return {
+                **_unfinished("worker-lost", root, target, turn.kind, turn.lost),
+                "partner_pid": turn.partner_pid,
+            }
+        if not turn.held and now - started > NO_MARKER_GRACE_SECONDS:
             return _unfinished(
                 "worker-lost",
                 root,
@@ -73,9 +56,8 @@ def wait(
                 "the turn has no receipt and no in-flight marker",
             )
         if now > deadline:
-            kind = own_marker.kind if own_marker is not None else None
             return _unfinished(
-                "wait-timeout", root, target, kind, f"no receipt appeared within {minutes:g}m"
+                "wait-timeout", root, target, turn.kind, f"no receipt appeared within {minutes:g}m"
             )
         # Closely at first: a short turn's receipt is usually there within a second.
         time.sleep(WAIT_POLL_SECONDS if now - started > 1.0 else WAIT_POLL_SECONDS / 5)
@@ -92,19 +74,6 @@ def _unfinished(status: str, root: Path, seq: int, kind: str | None, reason: str
     }
 
 
-def _lost_reason(marker: Marker) -> str | None:
-    """Why this marker's turn can no longer produce a receipt, or None while it still can."""
-    supervisor = ProcessIdentity.from_json(marker.supervisor)
-    if supervisor is not None:
-        if is_alive(supervisor):
-            return None
-        return f"the supervisor pid {supervisor.pid} exited before it wrote a receipt"
-    launcher = ProcessIdentity.from_json(marker.launcher)
-    if launcher is not None and is_alive(launcher):
-        return None
-    return "the turn's launcher exited before a supervisor took the turn"
-
-
 def ended_receipt(
     state_dir: str | Path, seq: int, *, settle_seconds: float = 5.0
 ) -> dict[str, Any] | None:
@@ -118,7 +87,7 @@ def ended_receipt(
     deadline = time.monotonic() + settle_seconds
     while True:
         session = load_session(paths)
-        receipt_path = find_receipt_file(paths, session, seq) if session else None
+        receipt_path = receipt_file_of(paths, session, seq) if session else None
         receipt = read_receipt(receipt_path) if receipt_path else None
         if receipt is not None and "unreadable" not in receipt:
             return receipt
