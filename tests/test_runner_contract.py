@@ -189,3 +189,25 @@ def test_status_reads_files_and_never_loads_a_runner() -> None:
     )
     root = Path(__file__).resolve().parent.parent
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+# Modules through which a command would reach a turn's processes behind the runner's back.
+BEHIND_THE_SEAM = {"pair.local_runner", "pair.launch", "pair.supervisor", "pair.reaper"}
+PROCESS_CONTROL = {"signal", "subprocess"}
+
+
+def test_commands_reach_a_turn_only_through_the_runner() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted((root / "pair" / "commands").glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = {node.module}
+            else:
+                continue
+            bad = names & (BEHIND_THE_SEAM | PROCESS_CONTROL)
+            assert not bad, f"{path.relative_to(root)} imports {sorted(bad)}: ask pair.runner"
