@@ -58,7 +58,7 @@ def test_a_task_file_over_1_mib_is_refused(sandbox: Sandbox) -> None:
     result = sandbox.create("u1", task_file=str(big))
     assert result.code == 2 and result["code"] == "input-too-large", result.stdout
     big.write_text("x" * (1024 * 1024))
-    assert sandbox.create("u1", task_file=str(big), model="cat > /dev/null").code == 0
+    assert sandbox.create("u1", task_file=str(big), model="cat > /dev/null; echo done").code == 0
 
 
 @pytest.mark.parametrize(
@@ -168,7 +168,7 @@ def test_a_resume_compares_redacted_with_redacted(sandbox: Sandbox) -> None:
     and all, must see no difference."""
     secret = "https://x-access-token:" + "s3cr3t-value-123@github.com/o/r.git"
     sandbox.task.write_text(f"Push to {secret} when done.\n")
-    args = sandbox.create_args("u1", model="cat > /dev/null", setup=f"echo {secret} >&2")
+    args = sandbox.create_args("u1", model="cat > /dev/null; echo done", setup=f"echo {secret} >&2")
     crash = {"UNITMGR_TEST_HOOKS": "1", "UNITMGR_TEST_CRASH_AFTER": "create:setup:done"}
     assert sandbox.unit(*args, env={**os.environ, **crash}).code == -9
     record = sandbox.record("u1")
