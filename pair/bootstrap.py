@@ -17,10 +17,10 @@ from pair.environment import partner_environment
 from pair.errors import StateError
 from pair.models import Resolution, check_claude_family
 from pair.partners.base import Partner, TurnRequest
+from pair.paths import PairPaths
 from pair.state import (
     BOOTSTRAP_KIND,
     Marker,
-    PairPaths,
     Session,
     acquire_marker,
     load_session,

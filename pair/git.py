@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pair.errors import StateError, UsageError
+from pair.paths import state_dir_for
 from registry.processes import child_environment
 
 GIT_TIMEOUT_SECONDS = 120
@@ -22,7 +23,7 @@ class Place:
 
     @property
     def state_dir(self) -> Path:
-        return self.git_dir / "pair"
+        return state_dir_for(self.git_dir)
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -53,6 +54,16 @@ def locate(repo: str | Path) -> Place:
     if completed.returncode != 0 or len(lines) < 2:
         raise StateError("not-a-git-repository", f"not a git repository: {repo}")
     return Place(root=Path(lines[0]), git_dir=Path(lines[1]))
+
+
+def head_commit(worktree: Path) -> str | None:
+    """The commit the worktree's HEAD names; None for an unborn branch or when git cannot say."""
+    try:
+        completed = _git(worktree, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = completed.stdout.strip()
+    return sha if completed.returncode == 0 and sha else None
 
 
 # -- the ref audit (SPEC 4.1) ------------------------------------------------------------------

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from registry.timeutil import iso_z
 
 if TYPE_CHECKING:
-    from pair.state import Marker, PairPaths, Session
+    from pair.paths import PairPaths
+    from pair.state import Marker, Session
 
 
 def _command(*words: str) -> str:
@@ -108,4 +109,5 @@ def minimal_receipt(
         "supervisor_pid": supervisor_pid,
         "partner_pid": partner.get("pid") if isinstance(partner, dict) else None,
         "budgets": {"idle_seconds": marker.idle_seconds, "total_seconds": marker.total_seconds},
+        "base_commit": marker.base_commit,
     }

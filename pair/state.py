@@ -1,13 +1,5 @@
-"""A pair's files in `<absolute-git-dir>/pair/` and the one-turn-at-a-time marker.
-
-```
-session.json                      the session (partner, sid, seq, staffing)
-in-flight.json                    the in-flight marker: at most one turn (or bootstrap) runs
-in-flight.lock                    flock serializing every change to the marker
-transcripts/NNNN-<kind>.log       the partner's output (redacted), byte for byte
-transcripts/NNNN-<kind>-prompt.md / -reply.md / -receipt.json / -supervisor.log
-ended/<stamp>-<sid>/              sessions that `end` closed (kept for the archive)
-```
+"""A pair's session and the one-turn-at-a-time marker, read and written in the files that
+`pair.paths` names.
 
 The marker is never taken over: a dead one is removed only by `clear`, after proving that none of
 its processes (launcher, supervisor, partner and the partner's process group) is alive. Every
@@ -23,11 +15,11 @@ import json
 import os
 import signal
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pair.errors import StateError
+from pair.paths import PairPaths, is_receipt
 from registry.atomic import remove_file, write_text_atomic
 from registry.locks import Deadline, FileLock
 from registry.processes import ProcessIdentity, group_members, is_alive
@@ -36,35 +28,6 @@ from registry.records import Record, RecordTooNew, RecordUnreadable
 SESSION_SCHEMA_VERSION = 1
 TURN_KINDS = ("task", "review", "question", "ready", "accepted", "blocked", "stalemate", "handoff")
 BOOTSTRAP_KIND = "init"
-
-
-@dataclass(frozen=True)
-class PairPaths:
-    state_dir: Path
-
-    @property
-    def session_file(self) -> Path:
-        return self.state_dir / "session.json"
-
-    @property
-    def marker_file(self) -> Path:
-        return self.state_dir / "in-flight.json"
-
-    @property
-    def marker_mutex_file(self) -> Path:
-        return self.state_dir / "in-flight.lock"
-
-    @property
-    def transcripts_dir(self) -> Path:
-        return self.state_dir / "transcripts"
-
-    @property
-    def ended_dir(self) -> Path:
-        return self.state_dir / "ended"
-
-    def turn_file(self, seq: int, kind: str, suffix: str) -> Path:
-        """`suffix` is `.log`, `-prompt.md`, `-reply.md`, `-receipt.json` or `-supervisor.log`."""
-        return self.transcripts_dir / f"{seq:04d}-{kind}{suffix}"
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -109,6 +72,7 @@ class Marker(Record):
     partner: dict[str, Any] | None = None
     heavy_queue: dict[str, Any] | None = None
     cancel: dict[str, Any] | None = None  # {reason, requested_at}: `pair cancel` asked
+    base_commit: str | None = None  # the worktree's HEAD when the turn was granted (the runner)
 
     def identities(self) -> list[ProcessIdentity]:
         found = []
@@ -246,6 +210,22 @@ def read_receipt(path: Path) -> dict[str, Any] | None:
     except ValueError:
         return {"unreadable": str(path)}
     return data if isinstance(data, dict) else {"unreadable": str(path)}
+
+
+def receipt_file_of(paths: PairPaths, session: Session | None, seq: int) -> Path | None:
+    """Where turn `seq`'s receipt is (its kind is in the session for the latest turn; older
+    turns are found by their number), None when no such file is named."""
+    if session is not None and seq == session.seq and session.latest_kind:
+        return paths.receipt_file(seq, session.latest_kind)
+    try:
+        names = os.listdir(paths.transcripts_dir)
+    except FileNotFoundError:
+        return None
+    prefix = f"{seq:04d}-"
+    for name in sorted(names):
+        if name.startswith(prefix) and is_receipt(name):
+            return paths.transcripts_dir / name
+    return None
 
 
 def acquire_marker(paths: PairPaths, build: Callable[[], Marker], root: Path) -> Marker:

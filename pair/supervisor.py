@@ -27,12 +27,12 @@ from pair import git as pair_git
 from pair.environment import partner_environment
 from pair.partners import adapter_for
 from pair.partners.base import TurnOutcome, TurnRequest
+from pair.paths import PairPaths
 from pair.reaper import become_subreaper, sweep_descendants
 from pair.receipts import failure_fields, minimal_receipt
 from pair.state import (
     Marker,
     MarkerUnreadable,
-    PairPaths,
     Session,
     load_session,
     marker_mutex,

@@ -10,14 +10,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pair.state import PairPaths
+from pair import api as pair_api
 from registry.atomic import FILE_MODE, ensure_private_dir
 from registry.store import Registry
 from registry.timeutil import stamp
 
 FULL_TRANSCRIPT_LIMIT = 5 * 1024 * 1024
 TRANSCRIPT_TAIL = 1024 * 1024
-SKIPPED_NAMES = {PairPaths(Path()).marker_mutex_file.name}  # a lock, not state
 
 
 def archive_pair_state(registry: Registry, unit_id: str, state_dir: Path) -> Path | None:
@@ -30,12 +29,13 @@ def archive_pair_state(registry: Registry, unit_id: str, state_dir: Path) -> Pat
         suffix += 1
         destination = registry.archive_dir / f"{unit_id}-{stamp()}-{suffix}"
     ensure_private_dir(destination)
+    locks = {path.name for path in pair_api.paths_at(state_dir).lock_files}  # not state
     for source in _regular_files(state_dir):
-        if source.name in SKIPPED_NAMES or source.name.endswith(".tmp"):
+        if source.name in locks or source.name.endswith(".tmp"):
             continue
         target = destination / source.relative_to(state_dir)
         ensure_private_dir(target.parent)
-        _copy(source, target, transcript=source.suffix == ".log")
+        _copy(source, target, transcript=pair_api.is_log(source.name))
     return destination
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pair.paths import state_dir_for
 from registry.errors import StateError
 from registry.processes import reap_processes_under
 from registry.records import UnitRecord
@@ -66,7 +67,7 @@ class ProvenWorktree:
 
     @property
     def pair_state_dir(self) -> Path:
-        return self.admin_dir / "pair"  # where `pair` keeps a linked worktree's state
+        return state_dir_for(self.admin_dir)  # admin_dir is the linked worktree's git dir
 
 
 def _admin_dirs(common_git_dir: Path) -> dict[str, Path]:

@@ -6,12 +6,9 @@ Each works on the unit's worktree through `pair.api` in-process, never through a
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 from typing import Any
 
 from pair import api as pair_api
-from pair.git import locate as locate_pair
-from pair.state import PairPaths
 from registry.errors import StateError
 from registry.output import progress
 from registry.records import PairRef, Staffing, UnitRecord
@@ -29,7 +26,7 @@ def init_pair(
     """
     progress(f"unit {journal.command} {record.unit_id}: pair init ({staffing.partner})")
     record.resources.pair = True  # from here a rollback or dismantle ends whatever pair exists
-    state_dir = locate_pair(record.worktree).state_dir
+    state_dir = pair_api.paths_for(record.worktree).state_dir
     if not pair_api.read_status(state_dir).get("ok"):
         pair_api.clear_state(state_dir)  # a cut-off bootstrap's dead marker, if any
     result = pair_api.init(
@@ -111,7 +108,7 @@ def receipt_path(status: dict[str, Any], seq: int) -> str | None:
     kind = (status.get("turn") or {}).get("kind")
     if not state_dir or not kind:
         return None
-    return str(PairPaths(Path(state_dir)).turn_file(seq, kind, "-receipt.json"))
+    return str(pair_api.paths_at(state_dir).receipt_file(seq, kind))
 
 
 def report_first_turn(document: dict[str, Any], record: UnitRecord) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pair.api import parse_minutes
+from pair.api import is_receipt, parse_minutes, paths_at
 from pair.state import read_receipt
 from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
@@ -61,7 +61,7 @@ def newest_receipt(transcripts: Path, since: float) -> dict[str, Any] | None:
         return None
     with entries:
         for entry in entries:
-            if entry.name.endswith("-receipt.json"):
+            if is_receipt(entry.name):
                 mtime = entry.stat().st_mtime
                 if mtime > since and (best is None or mtime > best[0]):
                     best = (mtime, Path(entry.path))
@@ -116,7 +116,7 @@ def _change(
             current = "unreadable"
     receipt = None
     if record.pair is not None and record.pair.state_dir:
-        transcripts = Path(record.pair.state_dir) / "transcripts"
+        transcripts = paths_at(record.pair.state_dir).transcripts_dir
         if _mtime(transcripts) > since:
             receipt = newest_receipt(transcripts, since)
     if current == lifecycle and receipt is None:

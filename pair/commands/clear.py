@@ -1,0 +1,25 @@
+"""`pair clear` (SPEC 4.1): remove a dead turn's in-flight marker; refuses while any of its
+processes lives.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pair.commands.shared import locate_paths
+from pair.runner import runner_for
+
+
+def clear(repo: str | Path) -> dict[str, Any]:
+    _, paths = locate_paths(repo)
+    return clear_state(paths.state_dir)
+
+
+def clear_state(state_dir: str | Path) -> dict[str, Any]:
+    """`clear` for a known state dir (works when the worktree directory itself is gone)."""
+    reaped = runner_for(state_dir).reap()
+    document: dict[str, Any] = {"ok": True, "status": reaped.status, "lock_file": reaped.lock_file}
+    if reaped.marker is not None:
+        document["marker"] = reaped.marker
+    return document

@@ -1,0 +1,54 @@
+"""`pair end` (SPEC 4.1): end the session (refused while a turn is in flight), keeping its files in
+`ended/`; and `close_state`, what a unit does before it replaces or removes a pair.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pair.commands.clear import clear_state
+from pair.commands.shared import locate_paths, require_session
+from pair.errors import StateError
+from pair.paths import PairPaths
+from pair.state import marker_mutex
+from registry.atomic import ensure_private_dir
+from registry.timeutil import stamp
+
+
+def end(repo: str | Path) -> dict[str, Any]:
+    _, paths = locate_paths(repo)
+    return end_state(paths.state_dir)
+
+
+def end_state(state_dir: str | Path) -> dict[str, Any]:
+    """`end` for a known state dir (works when the worktree directory itself is gone)."""
+    paths = PairPaths(Path(state_dir))
+    require_session(paths)  # refuses before the marker lock creates anything
+    with marker_mutex(paths):
+        if paths.marker_file.exists():
+            raise StateError(
+                "turn-in-flight",
+                f"a turn is in flight (or its marker remains) at {paths.marker_file} — wait for "
+                "it to finish, or run pair clear first",
+            )
+        session = require_session(paths)
+        # Ending keeps the record of the session: it moves into ended/ (archived by dismantle),
+        # so a later init in this worktree starts clean without losing a transcript.
+        destination = paths.ended_dir / f"{stamp()}-{session.sid}"
+        ensure_private_dir(destination)
+        if paths.transcripts_dir.exists():
+            shutil.move(str(paths.transcripts_dir), str(destination / "transcripts"))
+        shutil.move(str(paths.session_file), str(destination / "session.json"))
+    return {"ok": True, "status": "ended", "sid": session.sid, "ended_dir": str(destination)}
+
+
+def close_state(state_dir: str | Path) -> dict[str, Any]:
+    """Clear a dead turn's marker, then end the session if there is one: what a unit does before
+    it replaces or removes a pair. `{"cleared": status | None, "ended_dir": path | None}`.
+    A live turn is refused (`turn-in-flight`)."""
+    paths = PairPaths(Path(state_dir))
+    cleared = clear_state(paths.state_dir)["status"] if paths.marker_file.exists() else None
+    ended = end_state(paths.state_dir)["ended_dir"] if paths.session_file.exists() else None
+    return {"cleared": cleared, "ended_dir": ended}

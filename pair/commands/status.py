@@ -1,0 +1,113 @@
+"""`pair status` and `read_status` (SPEC 4.0, 4.1): a pair's state from its files.
+
+`read_status` is what `unit status --all`, `unit list` and `unit wait` call for every unit: it
+reads `session.json`, `in-flight.json`, the current receipt and a `stat` of the transcript — no
+subprocess, no lock, no vendor store walk, and never the turn runner.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pair.commands.shared import locate_paths, require_session, session_view
+from pair.errors import StateError
+from pair.paths import PairPaths
+from pair.state import Marker, MarkerUnreadable, load_session, read_marker, read_receipt
+from registry.processes import ProcessIdentity
+from registry.timeutil import iso_from_epoch
+
+
+def _turn_view(paths: PairPaths, seq: int, kind: str | None) -> dict[str, Any] | None:
+    if seq < 1 or not kind:
+        return None
+    transcript = paths.turn_file(seq, kind, ".log")
+    try:
+        info = transcript.stat()
+    except FileNotFoundError:
+        return {
+            "seq": seq,
+            "kind": kind,
+            "transcript": str(transcript),
+            "bytes": 0,
+            "last_output_at": None,
+            "seconds_since_output": None,
+        }
+    return {
+        "seq": seq,
+        "kind": kind,
+        "transcript": str(transcript),
+        "bytes": info.st_size,
+        "last_output_at": iso_from_epoch(info.st_mtime),
+        "seconds_since_output": max(0, round(time.time() - info.st_mtime)),
+    }
+
+
+def read_status(state_dir: str | Path) -> dict[str, Any]:
+    """The pair's state from its files alone: no subprocess, no lock, no vendor store walk.
+
+    Reads `session.json`, `in-flight.json`, the current seq's receipt and a `stat` of the
+    current transcript, so its cost never depends on transcript size.
+    """
+    paths = PairPaths(Path(state_dir))
+    try:
+        session = load_session(paths)
+    except StateError as error:
+        return {"ok": False, "code": error.code, "reason": error.reason}
+    if session is None:
+        return {
+            "ok": False,
+            "code": "no-pair-session",
+            "reason": f"no pair session in {paths.state_dir}",
+        }
+    in_flight: dict[str, Any] | None
+    try:
+        marker = read_marker(paths)
+    except MarkerUnreadable as error:
+        marker = None
+        in_flight = {"unreadable": str(paths.marker_file), "error": str(error)}
+    else:
+        in_flight = _marker_view(marker) if marker is not None else None
+    seq, kind = session.seq, session.latest_kind
+    receipt = None
+    if seq >= 1 and kind:
+        receipt = read_receipt(paths.turn_file(seq, kind, "-receipt.json"))
+    turn_seq = marker.seq if marker is not None else seq
+    turn_kind = marker.kind if marker is not None else kind
+    return {
+        "ok": True,
+        **session_view(paths, session),
+        "in_flight": in_flight,
+        "latest_receipt": receipt,
+        "turn": _turn_view(paths, turn_seq, turn_kind),
+    }
+
+
+def _marker_view(marker: Marker) -> dict[str, Any]:
+    partner = ProcessIdentity.from_json(marker.partner)
+    supervisor = ProcessIdentity.from_json(marker.supervisor)
+    alive = marker.live_pid() is not None  # the same test `clear` applies
+    return {
+        "seq": marker.seq,
+        "kind": marker.kind,
+        "started_at": marker.started_at,
+        "write": marker.write,
+        "partner_pid": partner.pid if partner else None,
+        "supervisor_pid": supervisor.pid if supervisor else None,
+        "heavy_queue": marker.heavy_queue,
+        "alive": alive,
+    }
+
+
+def status(repo: str | Path) -> dict[str, Any]:
+    _, paths = locate_paths(repo)
+    session = require_session(paths)
+    view = read_status(paths.state_dir)
+    # Only a positive absence counts: an unreadable store or a CLI without one says True.
+    from pair.partners import adapter_for
+
+    view["session_known"] = adapter_for(session.partner).session_known(
+        session.sid, identity_home=session.identity_home, worktree=Path(session.worktree)
+    )
+    return view

@@ -1,0 +1,280 @@
+"""`LocalRunner`: turns run on this machine, under a detached supervisor (`pair.supervisor`).
+
+The one implementation of `pair.runner.TurnRunner`. `start` launches `python -m pair _supervise`
+(`pair.launch`); the supervisor records itself and the partner in the in-flight marker, runs the
+turn, writes the transcript and the receipt, and releases the marker. Everything else here reads
+those files and probes the processes the marker names (pid and start time, never a bare pid):
+nothing is kept in memory between calls, so any process — `pair`, `unit`, a test — may call any
+method. `cancel` signals the supervisor (which owns the receipt and is the subreaper of the
+partner's descendants) and, when none is left, stops the turn itself.
+
+It never imports GitPython or PyGithub, and never touches another pair's state dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from pair.errors import StateError
+from pair.launch import start_supervisor
+from pair.paths import PairPaths
+from pair.runner import (
+    DEFAULT_CANCEL_REASON,
+    TRANSCRIPT_READ_BYTES,
+    Liveness,
+    Reaped,
+    TranscriptChunk,
+    TurnStart,
+)
+from pair.state import (
+    Marker,
+    MarkerUnreadable,
+    Session,
+    load_session,
+    marker_mutex,
+    read_marker,
+    read_receipt,
+    receipt_file_of,
+    update_owned_marker,
+    write_marker,
+)
+from registry.atomic import remove_file, write_text_atomic
+from registry.processes import ProcessIdentity, group_members, is_alive, kill_tree
+from registry.timeutil import iso_z
+
+POLL_SECONDS = 0.05
+CANCEL_GRACE_SECONDS = 5.0
+# The supervisor's kill (SIGTERM, SIGKILL after 5 s), its sweep and its receipt, with slack.
+CANCEL_WAIT_SECONDS = 20.0
+
+
+class LocalRunner:
+    """The turns of the pair in `state_dir`, run by detached supervisors on this machine."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.paths = PairPaths(state_dir)
+
+    def start(self, turn: TurnStart) -> dict[str, Any]:
+        # With the turn, before its supervisor can read it: the receipt names the base commit.
+        update_owned_marker(self.paths, turn.lease.token, base_commit=turn.base_commit)
+        return start_supervisor(self.paths, turn.worktree, turn.seq, turn.kind, turn.lease.token)
+
+    def read_transcript(
+        self, seq: int, kind: str, *, offset: int = 0, limit: int = TRANSCRIPT_READ_BYTES
+    ) -> TranscriptChunk:
+        if offset < 0 or limit < 1:
+            raise ValueError(f"offset {offset} and limit {limit}: want offset >= 0, limit >= 1")
+        try:
+            with open(self.paths.transcript_file(seq, kind), "rb") as handle:
+                handle.seek(offset)
+                data = handle.read(limit)
+        except FileNotFoundError:
+            data = b""
+        return TranscriptChunk(data=data, offset=offset, next_offset=offset + len(data))
+
+    def receipt(self, seq: int) -> dict[str, Any] | None:
+        path = receipt_file_of(self.paths, load_session(self.paths), seq)
+        receipt = read_receipt(path) if path else None
+        if receipt is None:
+            return None
+        marker = self._marker_of(seq)
+        # Written but not yet final: a supervisor still holding the lock may add a note to it.
+        if marker is not None and is_alive(ProcessIdentity.from_json(marker.supervisor)):
+            return None
+        return receipt
+
+    def probe(self, seq: int) -> Liveness:
+        marker = self._marker_of(seq)
+        if marker is None:
+            # The supervisor releases the marker only after the turn's processes are gone. (An
+            # unreadable marker reads as none here; `reap` refuses it.)
+            return Liveness(held=False, alive=False)
+        pid = marker.live_pid()
+        return Liveness(
+            held=True,
+            alive=pid is not None,
+            lost=_lost_reason(marker),
+            pid=pid,
+            kind=marker.kind,
+            partner_pid=(marker.partner or {}).get("pid"),
+        )
+
+    def cancel(self, seq: int | None, *, reason: str) -> dict[str, Any] | None:
+        session = load_session(self.paths)
+        if session is None:
+            return None  # no session, no turn: a bootstrap runs in its `pair init`, not here
+        marker = _request_cancel(self.paths, session.worktree, seq, reason)
+        if marker is None:
+            return None
+        return _await_cancel(self.paths, session, marker)
+
+    def reap(self) -> Reaped:
+        paths = self.paths
+        lock_file = str(paths.marker_file)
+        if not paths.marker_file.exists():
+            # Nothing to reap, and nothing written (not even the marker lock) where no pair is.
+            return Reaped(status="already-cleared", lock_file=lock_file)
+        with marker_mutex(paths):
+            try:
+                marker = read_marker(paths)
+            except MarkerUnreadable:
+                raise StateError(
+                    "marker-unreadable",
+                    f"the in-flight marker {paths.marker_file} cannot be read — inspect it by "
+                    "hand and remove it once no partner process remains",
+                ) from None
+            if marker is None:
+                return Reaped(status="already-cleared", lock_file=lock_file)
+            pid = marker.live_pid()
+            if pid is not None:
+                raise StateError(
+                    "turn-in-flight",
+                    f"seq {marker.seq} is still in flight as pid {pid} — clear it only after "
+                    "that process is gone",
+                    detail={"seq": marker.seq, "pid": pid},
+                )
+            remove_file(paths.marker_file)
+        return Reaped(status="cleared", lock_file=lock_file, marker=marker.to_json())
+
+    def _marker_of(self, seq: int) -> Marker | None:
+        try:
+            marker = read_marker(self.paths)
+        except MarkerUnreadable:
+            return None
+        return marker if marker is not None and marker.seq == seq else None
+
+
+def _request_cancel(paths: PairPaths, worktree: str, seq: int | None, why: str) -> Marker | None:
+    """Record the cancel in the marker of the turn in flight; None when none (or not `seq`)."""
+    with marker_mutex(paths):
+        try:
+            marker = read_marker(paths)
+        except MarkerUnreadable:
+            raise StateError(
+                "marker-unreadable",
+                f"the in-flight marker {paths.marker_file} cannot be read — inspect it, confirm "
+                "no partner process remains, then run pair clear",
+                next_step=f"pair clear --repo {worktree}",
+            ) from None
+        if marker is None or (seq is not None and marker.seq != seq):
+            return None
+        if marker.seq == 0:
+            raise StateError(
+                "bootstrap-in-flight",
+                f"a bootstrap is in flight in {paths.state_dir}, not a turn — interrupt the pair "
+                "init that runs it",
+                next_step="interrupt the running pair init (or unit create); then pair clear",
+            )
+        if marker.cancel is None:  # a cancel already asked is waited for, not asked again
+            marker.cancel = {"reason": why, "requested_at": iso_z()}
+            write_marker(paths, marker)
+        return marker
+
+
+def _await_cancel(paths: PairPaths, session: Session, marker: Marker) -> dict[str, Any]:
+    """Signal the turn's supervisor until its receipt is written and the marker released; kill
+    the turn here when no supervisor is left to do it. The receipt."""
+    receipt_file = paths.turn_file(marker.seq, marker.kind, "-receipt.json")
+    deadline = time.monotonic() + CANCEL_WAIT_SECONDS
+    signalled: set[int] = set()
+    while True:
+        try:
+            current = read_marker(paths)
+        except MarkerUnreadable:
+            current = marker
+        if current is None or current.owner_token != marker.owner_token:
+            receipt = read_receipt(receipt_file)
+            if receipt is not None and "unreadable" not in receipt:
+                _confirm_dead(marker)
+                return receipt
+        else:
+            marker = current  # the latest view: the partner may have been recorded since
+            supervisor = ProcessIdentity.from_json(marker.supervisor)
+            launcher = ProcessIdentity.from_json(marker.launcher)
+            stuck = time.monotonic() > deadline
+            if supervisor is not None and is_alive(supervisor) and not stuck:
+                if supervisor.pid not in signalled:
+                    os.kill(supervisor.pid, signal.SIGTERM)
+                    signalled.add(supervisor.pid)
+            elif supervisor is not None or stuck or not is_alive(launcher):
+                # Nobody left (or able) to write the receipt: a dead supervisor, a send killed
+                # before its supervisor took the turn, or a supervisor that does not answer.
+                if supervisor is not None:
+                    kill_tree(supervisor, grace_seconds=0.0)
+                receipt = _cancel_unsupervised(paths, session, marker)
+                if receipt is not None:
+                    _confirm_dead(marker)
+                    return receipt
+        time.sleep(POLL_SECONDS)
+
+
+def _cancel_unsupervised(
+    paths: PairPaths, session: Session, marker: Marker
+) -> dict[str, Any] | None:
+    """Kill what remains of a turn with no supervisor, write its receipt and release its marker;
+    None when the marker stopped being this turn's meanwhile (its supervisor finished)."""
+    from pair.receipts import minimal_receipt
+
+    partner = ProcessIdentity.from_json(marker.partner)
+    killed = kill_tree(partner, grace_seconds=CANCEL_GRACE_SECONDS) if partner else []
+    why = str((marker.cancel or {}).get("reason") or DEFAULT_CANCEL_REASON)
+    receipt = minimal_receipt(
+        paths,
+        session,
+        marker,
+        status="cancelled",
+        reason=f"cancelled: {why} (no supervisor was left; cancel stopped the partner itself)",
+        supervisor_pid=(marker.supervisor or {}).get("pid"),
+        started_at=None,
+        leftovers=[{"pid": pid, "argv": []} for pid in killed if partner and pid != partner.pid],
+    )
+    with marker_mutex(paths):
+        try:
+            current = read_marker(paths)
+        except MarkerUnreadable:
+            current = marker
+        if current is None or current.owner_token != marker.owner_token:
+            return None
+        write_text_atomic(Path(receipt["receipt_file"]), json.dumps(receipt, indent=2) + "\n")
+        remove_file(paths.marker_file)
+    return receipt
+
+
+def _confirm_dead(marker: Marker) -> None:
+    """No process of the cancelled turn may be alive when cancel returns."""
+    partner = ProcessIdentity.from_json(marker.partner)
+    if partner is not None and (
+        is_alive(partner) or (partner.pgid is not None and group_members(partner.pgid))
+    ):
+        kill_tree(partner, grace_seconds=CANCEL_GRACE_SECONDS)
+    supervisor = ProcessIdentity.from_json(marker.supervisor)
+    # It has written its receipt and released the marker: it only has to exit.
+    if supervisor is not None and not _gone_within(supervisor, CANCEL_GRACE_SECONDS):
+        kill_tree(supervisor, grace_seconds=0.0)
+
+
+def _gone_within(identity: ProcessIdentity, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while is_alive(identity):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_SECONDS)
+    return True
+
+
+def _lost_reason(marker: Marker) -> str | None:
+    """Why this marker's turn can no longer produce a receipt, or None while it still can."""
+    supervisor = ProcessIdentity.from_json(marker.supervisor)
+    if supervisor is not None:
+        if is_alive(supervisor):
+            return None
+        return f"the supervisor pid {supervisor.pid} exited before it wrote a receipt"
+    launcher = ProcessIdentity.from_json(marker.launcher)
+    if launcher is not None and is_alive(launcher):
+        return None
+    return "the turn's launcher exited before a supervisor took the turn"

@@ -1,0 +1,139 @@
+"""Where a turn runs: the one seam between pair's commands and the processes of a turn.
+
+`send`, `wait`, `cancel` and `clear` never start, signal or probe a process themselves: they ask
+a `TurnRunner`. Today there is one, `pair.local_runner.LocalRunner` (a detached supervisor on
+this machine, `python -m pair _supervise`); `runner_for` is the one place that chooses it, so a
+second runner (a Ray actor per unit on another machine) plugs in here and must pass
+`tests/test_runner_contract.py` unchanged.
+
+What stays outside the seam, on purpose:
+- the in-flight lock and the sequence: `send` takes the marker (`pair.state.acquire_marker`) and
+  advances `seq` before it asks the runner to start anything, so the lease a turn runs under is
+  granted by pair, never by a runner;
+- `read_status` (and so `unit status --all`, `unit list`, `unit wait`) reads only files — the
+  session, the marker, the receipt, a `stat` of the transcript — and never calls a runner. A
+  runner therefore keeps those files current: it writes the turn's transcript and receipt under
+  the names `pair.paths` gives, and records its processes in the marker.
+
+This module defines the interface and its value types only; it starts nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+TRANSCRIPT_READ_BYTES = 1024 * 1024
+DEFAULT_CANCEL_REASON = "cancelled by the lead"  # what a cancel records when given no reason
+
+
+@dataclass(frozen=True)
+class TurnLease:
+    """The grant under which one turn runs: pair's one-turn-at-a-time lock (the marker).
+
+    `epoch` is the turn's seq: the session advances it under the marker lock before the turn
+    starts and never reuses it, so it fences a stale runner — a runner acts for a turn (records
+    its processes, writes its transcript and receipt, releases the lock) only while the marker
+    still holds this epoch and `token`.
+    """
+
+    epoch: int
+    token: str  # the marker's owner token
+    write: bool  # the write lease: whether the turn may change the worktree
+
+
+@dataclass(frozen=True)
+class TurnStart:
+    """Everything a runner needs to start turn `lease.epoch`, beyond the pair's files (the
+    session and the turn's prompt, already written when `start` is called)."""
+
+    kind: str
+    lease: TurnLease
+    worktree: Path  # where the turn's work lands
+    base_commit: str | None  # the worktree's HEAD when the lease was granted (None: unborn)
+
+    @property
+    def seq(self) -> int:
+        return self.lease.epoch
+
+
+@dataclass(frozen=True)
+class TranscriptChunk:
+    """Bytes of a turn's transcript from `offset`; read again from `next_offset` for new ones."""
+
+    data: bytes
+    offset: int
+    next_offset: int
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """What a runner knows about turn `seq` right now.
+
+    `held`: the turn still holds the in-flight lock. `alive`: some process of the turn still
+    runs (while `held` is false nothing of it runs: a runner releases the lock only after the
+    turn's processes are gone). `lost`: the turn holds the lock but nobody is left to finish it
+    (write its receipt) — why. `pid`: a live process of the turn, for messages.
+    """
+
+    held: bool
+    alive: bool
+    lost: str | None = None
+    pid: int | None = None
+    kind: str | None = None
+    partner_pid: int | None = None
+
+
+@dataclass(frozen=True)
+class Reaped:
+    """What `reap` released: `cleared` (a dead turn's lock) or `already-cleared` (nothing)."""
+
+    status: str
+    lock_file: str
+    marker: dict[str, Any] | None = None
+
+
+class TurnRunner(Protocol):
+    """Runs the turns of one pair (one state dir). Every method may be called from any process:
+    a runner keeps no memory between calls that the pair's files do not hold."""
+
+    def start(self, turn: TurnStart) -> dict[str, Any]:
+        """Start the turn whose lease `send` holds; return once its partner has started (the
+        running record `{ok, status: "running", seq, kind, supervisor_pid, partner_pid,
+        transcript, prompt_file, reply_file, receipt_file}`) or, when it already ended, its
+        receipt. A turn that cannot start releases the lease and raises `supervisor-failed`."""
+        ...
+
+    def read_transcript(
+        self, seq: int, kind: str, *, offset: int = 0, limit: int = TRANSCRIPT_READ_BYTES
+    ) -> TranscriptChunk:
+        """Up to `limit` bytes of the turn's transcript from byte `offset` (none yet: empty)."""
+        ...
+
+    def receipt(self, seq: int) -> dict[str, Any] | None:
+        """The receipt of turn `seq` once the turn has ended (the lock released or nobody left
+        holding it); None while it runs or when it has none."""
+        ...
+
+    def probe(self, seq: int) -> Liveness:
+        """Liveness of turn `seq`."""
+        ...
+
+    def cancel(self, seq: int | None, *, reason: str) -> dict[str, Any] | None:
+        """Stop the turn in flight (`seq`, or whichever when None): every process of it is
+        killed and its receipt says `cancelled` with `reason`. Returns that receipt only once
+        no process of the turn is alive; None when no such turn is in flight."""
+        ...
+
+    def reap(self) -> Reaped:
+        """Release what a dead turn left (its lock); refuses `turn-in-flight` while any process
+        of it lives. Afterwards nothing of the turn remains."""
+        ...
+
+
+def runner_for(state_dir: str | Path) -> TurnRunner:
+    """The runner of the pair in `state_dir`: the one place a runner is chosen."""
+    from pair.local_runner import LocalRunner
+
+    return LocalRunner(Path(state_dir))

@@ -1,0 +1,213 @@
+"""The turn runner's contract (`pair.runner.TurnRunner`), written against the interface only.
+
+The `harness` fixture yields a runner and what only its own machine can do (see whether a process
+there is alive, open a gate file the turn polls, lose the process that would write the receipt);
+`LocalRunner` is its one parametrization. A second runner (a Ray actor per unit) adds a
+parametrization and must pass these tests unchanged.
+
+Each turn's work is the shell script in its body: the pair's script partner runs
+`sed 1,2d | sh` (the prompt without its header line and the blank line after it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pair.commands.send import grant_turn
+from pair.errors import StateError
+from pair.local_runner import LocalRunner
+from pair.runner import TurnRunner, TurnStart
+from tests.conftest import Sandbox, git, wait_until
+from tests.test_pair import init_script
+
+RUN_THE_BODY = "sed 1,2d | sh"
+PIDS = re.compile(rb"pids ([0-9 ]+)\n")
+
+
+@dataclass
+class Harness:
+    sandbox: Sandbox
+    runner: TurnRunner
+    gate_file: Path
+
+    def begin(self, script: str) -> tuple[TurnStart, dict[str, Any]]:
+        """Grant a turn as `send` does (the lease is pair's), then ask the runner to start it."""
+        granted = grant_turn(self.sandbox.repo, kind="task", body=script, write=True)
+        return granted.turn, self.runner.start(granted.turn)
+
+    def open_gate(self) -> None:
+        self.gate_file.write_text("open\n")
+
+    def process_alive(self, pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        # A zombie is dead: only its parent's wait() is missing.
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+    def lose_supervisor(self, running: dict[str, Any]) -> None:
+        """The machine loses the process that would write the receipt, and the partner too."""
+        os.kill(running["supervisor_pid"], signal.SIGKILL)
+        os.killpg(running["partner_pid"], signal.SIGKILL)
+
+
+@pytest.fixture(params=["local"])
+def harness(request: pytest.FixtureRequest, sandbox: Sandbox) -> Iterator[Harness]:
+    session = init_script(sandbox, RUN_THE_BODY)
+    runner: TurnRunner = LocalRunner(Path(session["state_dir"]))
+    yield Harness(sandbox=sandbox, runner=runner, gate_file=sandbox.root / "gate")
+
+
+def gated(before: str, after: str, gate: Path) -> str:
+    return f"{before}\nwhile [ ! -f {gate} ]; do sleep 0.02; done\n{after}\n"
+
+
+def receipt_of(harness: Harness, turn: TurnStart) -> dict[str, Any]:
+    return wait_until(lambda: harness.runner.receipt(turn.seq), timeout=30)
+
+
+def test_start_then_receipt(harness: Harness) -> None:
+    head = git(harness.sandbox.repo, "rev-parse", "HEAD").strip()
+    turn, running = harness.begin("echo hello")
+    assert turn.lease.epoch == turn.seq == 1 and turn.base_commit == head
+    assert running["seq"] == turn.seq and running["status"] in ("running", "replied"), running
+    receipt = receipt_of(harness, turn)
+    assert receipt["seq"] == turn.seq and receipt["status"] == "replied", receipt
+    assert receipt["reply"] == "hello" and receipt["write"] is True
+    assert receipt["base_commit"] == head
+    # The next turn runs under the next epoch.
+    second, _ = harness.begin("echo again")
+    assert second.lease.epoch == 2 and receipt_of(harness, second)["reply"] == "again"
+
+
+def test_the_transcript_streams_by_byte_offset(harness: Harness) -> None:
+    turn, _ = harness.begin(gated("echo first", "echo second", harness.gate_file))
+
+    def first_chunk() -> Any:
+        chunk = harness.runner.read_transcript(turn.seq, turn.kind)
+        return chunk if b"first\n" in chunk.data else None
+
+    first = wait_until(first_chunk, timeout=30)
+    assert first.offset == 0 and first.next_offset == len(first.data)
+    running = harness.runner.probe(turn.seq)
+    assert running.held and running.alive and running.lost is None
+    assert harness.runner.receipt(turn.seq) is None  # no receipt while it runs
+    harness.open_gate()
+
+    def newer() -> Any:
+        chunk = harness.runner.read_transcript(turn.seq, turn.kind, offset=first.next_offset)
+        return chunk if b"second\n" in chunk.data else None
+
+    rest = wait_until(newer, timeout=30)
+    assert rest.offset == first.next_offset and b"first" not in rest.data
+    receipt = receipt_of(harness, turn)
+    assert receipt["status"] == "replied", receipt
+    whole = harness.runner.read_transcript(turn.seq, turn.kind)
+    assert whole.data.startswith(first.data) and b"second\n" in whole.data[len(first.data) :]
+    end = harness.runner.read_transcript(turn.seq, turn.kind, offset=whole.next_offset)
+    assert end.data == b"" and end.next_offset == whole.next_offset
+    small = harness.runner.read_transcript(turn.seq, turn.kind, offset=1, limit=3)
+    assert small.data == whole.data[1:4] and small.next_offset == 4
+
+
+def test_cancel_returns_only_when_every_process_is_dead(harness: Harness) -> None:
+    # A child that left the partner's process group, and the partner's own shell.
+    turn, _ = harness.begin('setsid sleep 300 &\necho "pids $$ $!"\nwait\n')
+
+    def pids() -> list[int] | None:
+        found = PIDS.search(harness.runner.read_transcript(turn.seq, turn.kind).data)
+        return [int(pid) for pid in found.group(1).split()] if found else None
+
+    processes = wait_until(pids, timeout=30)
+    assert len(processes) == 2 and all(harness.process_alive(pid) for pid in processes)
+    receipt = harness.runner.cancel(turn.seq, reason="the contract says stop")
+    assert receipt is not None and receipt["status"] == "cancelled", receipt
+    assert "the contract says stop" in receipt["reason"] and receipt["seq"] == turn.seq
+    # At once, no polling: cancel returned only after they were gone.
+    assert [pid for pid in processes if harness.process_alive(pid)] == []
+    after = harness.runner.probe(turn.seq)
+    assert not after.alive and not after.held
+    assert harness.runner.cancel(turn.seq, reason="again") is None  # nothing in flight
+    assert harness.runner.receipt(turn.seq) == receipt
+
+
+def test_liveness_is_false_after_the_end(harness: Harness) -> None:
+    turn, _ = harness.begin("echo done")
+    assert receipt_of(harness, turn)["status"] == "replied"
+    ended = harness.runner.probe(turn.seq)
+    assert not ended.alive and not ended.held and ended.lost is None
+
+
+def test_reap_refuses_a_live_turn_and_leaves_nothing_of_a_lost_one(harness: Harness) -> None:
+    turn, running = harness.begin(gated("echo started", "echo never", harness.gate_file))
+    assert running["status"] == "running", running
+    with pytest.raises(StateError) as refused:
+        harness.runner.reap()
+    assert refused.value.code == "turn-in-flight"
+    assert harness.runner.probe(turn.seq).alive
+    harness.lose_supervisor(running)
+    lost = wait_until(lambda: p if (p := harness.runner.probe(turn.seq)).lost else None, timeout=30)
+    assert lost.held and harness.runner.receipt(turn.seq) is None
+    reaped = wait_until(lambda: _reap_when_dead(harness.runner), timeout=30)
+    assert reaped.status == "cleared" and reaped.marker is not None
+    assert reaped.marker["seq"] == turn.seq
+    gone = harness.runner.probe(turn.seq)
+    assert not gone.held and not gone.alive
+    assert harness.runner.reap().status == "already-cleared"
+    # Nothing is left holding the pair: the next turn starts and ends.
+    harness.open_gate()
+    again, _ = harness.begin("echo next")
+    assert receipt_of(harness, again)["reply"] == "next"
+
+
+def _reap_when_dead(runner: TurnRunner) -> Any:
+    try:
+        return runner.reap()
+    except StateError as error:
+        assert error.code == "turn-in-flight", error.reason
+        return None
+
+
+def test_status_reads_files_and_never_loads_a_runner() -> None:
+    code = (
+        "import sys; import pair.commands.status\n"
+        "loaded = sorted(m for m in ('pair.runner', 'pair.local_runner', 'pair.launch',"
+        " 'pair.supervisor') if m in sys.modules)\n"
+        "assert not loaded, loaded\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+# Modules through which a command would reach a turn's processes behind the runner's back.
+BEHIND_THE_SEAM = {"pair.local_runner", "pair.launch", "pair.supervisor", "pair.reaper"}
+PROCESS_CONTROL = {"signal", "subprocess"}
+
+
+def test_commands_reach_a_turn_only_through_the_runner() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted((root / "pair" / "commands").glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = {node.module}
+            else:
+                continue
+            bad = names & (BEHIND_THE_SEAM | PROCESS_CONTROL)
+            assert not bad, f"{path.relative_to(root)} imports {sorted(bad)}: ask pair.runner"
