@@ -113,17 +113,24 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+KILL_WAIT_SECONDS = 2.0  # how long a SIGKILLed process may take to be gone
+
+
 def kill_tree(identity: ProcessIdentity, *, grace_seconds: float = 2.0) -> list[int]:
     """SIGTERM the recorded process's group and descendants, SIGKILL what is left after `grace`.
 
     Descendants are snapshotted first, because a grandchild that called `setsid()` escapes the
     group signal. Returns the pids that were signalled. A process that is not the recorded one
-    (pid reused) is never touched.
+    (pid reused) is never touched, and neither is a group that may be a stranger's: the recorded
+    pgid is used only while the recorded process lives, or while no process has pid == pgid
+    (the kernel never reuses a pid whose group still has members); a member that started
+    before the recorded process is not its descendant and is left alone.
     """
     import psutil
 
     targets: dict[int, psutil.Process] = {}
-    if is_alive(identity):
+    alive = is_alive(identity)
+    if alive:
         try:
             root = psutil.Process(identity.pid)
             targets[root.pid] = root
@@ -132,10 +139,18 @@ def kill_tree(identity: ProcessIdentity, *, grace_seconds: float = 2.0) -> list[
         except psutil.Error:
             pass
     pgid = identity.pgid
-    if pgid is not None and pgid > 1 and pgid != os.getpgrp():
+    group = pgid is not None and pgid > 1 and pgid != os.getpgrp()
+    leader = _group_leader(identity) if group and not alive else "ours"
+    group = group and leader != "stranger"
+    strangers = False
+    if group and pgid is not None:
         for pid in group_members(pgid):
             with contextlib.suppress(psutil.Error):
-                targets.setdefault(pid, psutil.Process(pid))
+                member = psutil.Process(pid)
+                if member.create_time() < identity.create_time - CREATE_TIME_TOLERANCE:
+                    strangers = True
+                    continue
+                targets.setdefault(pid, member)
     targets.pop(os.getpid(), None)
     for process in list(targets.values()):  # children found here are added to `targets`
         with contextlib.suppress(psutil.Error):
@@ -143,12 +158,30 @@ def kill_tree(identity: ProcessIdentity, *, grace_seconds: float = 2.0) -> list[
                 targets.setdefault(child.pid, child)
     if not targets:
         return []
-    _signal_all(targets.values(), pgid, signal.SIGTERM)
-    alive = wait_gone(list(targets.values()), timeout_seconds=grace_seconds)
-    if alive:
-        _signal_all(alive, pgid, signal.SIGKILL)
-        wait_gone(alive, timeout_seconds=grace_seconds)
+    # killpg also reaches members started after the snapshot, so only for a group proven ours.
+    group_id = pgid if group and leader == "ours" and not strangers else None
+    _signal_all(targets.values(), group_id, signal.SIGTERM)
+    remaining = wait_gone(list(targets.values()), timeout_seconds=grace_seconds)
+    if remaining:
+        _signal_all(remaining, group_id, signal.SIGKILL)
+        wait_gone(remaining, timeout_seconds=max(grace_seconds, KILL_WAIT_SECONDS))
     return sorted(targets)
+
+
+def _group_leader(identity: ProcessIdentity) -> str:
+    """Who has pid == the recorded pgid: "ours" (the recorded process, a zombie), "gone" (no
+    one: the group, if it has members, is still the recorded one) or "stranger"."""
+    import psutil
+
+    assert identity.pgid is not None
+    try:
+        leader = psutil.Process(identity.pgid)
+        same = abs(leader.create_time() - identity.create_time) < CREATE_TIME_TOLERANCE
+    except psutil.NoSuchProcess:
+        return "gone"
+    except (psutil.Error, OSError):
+        return "stranger"
+    return "ours" if same and leader.pid == identity.pid else "stranger"
 
 
 def wait_gone(processes: list[Any], *, timeout_seconds: float) -> list[Any]:

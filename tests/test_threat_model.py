@@ -374,3 +374,48 @@ def test_forged_refs_and_reflogs_protect_main_and_origins_default(sandbox: Sandb
         assert cause["field"] == "branch" and reported in cause["git"], (unit_id, cause)
         assert refs(sandbox) == before
         (sandbox.registry / "units" / f"{unit_id}.json").unlink()
+
+
+# -- a recorded process group that may be a stranger's -----------------------------------------
+
+
+def dead_identity(pgid: int, *, create_time: float) -> Any:
+    from registry.processes import ProcessIdentity, is_alive
+
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    identity = ProcessIdentity(finished.pid, create_time, pgid, "sh")
+    assert not is_alive(identity)
+    return identity
+
+
+def test_a_dead_identitys_pgid_never_reaches_a_strangers_group() -> None:
+    from registry.processes import kill_tree
+
+    stranger = subprocess.Popen(["sleep", "300"], start_new_session=True)  # pid == its pgid
+    try:
+        started = psutil.Process(stranger.pid).create_time()
+        assert kill_tree(dead_identity(stranger.pid, create_time=started - 50)) == []
+        assert stranger.poll() is None, "a stranger's group was killed"
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_group_members_older_than_the_recorded_process_are_left_alone() -> None:
+    from registry.processes import kill_tree
+
+    # A group whose leader is gone: its member started before the process recorded with it.
+    leader = subprocess.Popen(
+        ["sh", "-c", "sleep 300 & echo $!"], start_new_session=True, stdout=subprocess.PIPE
+    )
+    assert leader.stdout is not None
+    member = psutil.Process(int(leader.stdout.readline()))
+    leader.wait()
+    try:
+        later = member.create_time() + 50
+        assert kill_tree(dead_identity(leader.pid, create_time=later)) == []
+        assert member.is_running() and member.status() != psutil.STATUS_ZOMBIE
+    finally:
+        member.kill()
+        member.wait(timeout=10)
