@@ -8,10 +8,13 @@ admin dirs and the refs:
 
 - the worktree is a linked worktree git reports, whose admin dir lies under this common dir's
   `worktrees/`, with the recorded branch checked out (a prunable entry whose directory is gone
-  passes: only git's stale entry is dropped), and no other recorded unit names it;
-- the branch is not the recorded base, not origin's default, not `main`/`master` unless the unit
-  created it (its oldest reflog entry is git's `branch: Created from`), not checked out in any
-  other worktree, and no other recorded unit names it;
+  passes: only git's stale entry is dropped), whose path has no symlink and does not overlap the
+  common dir or the main worktree, which (when present) is not prunable and whose `.git` file
+  links back to that admin dir, and no other recorded unit names it;
+- the branch is not the recorded base, not origin's default (asked of origin), never
+  `main`/`master` (a reflog is forgeable), not checked out in any other worktree, and no other
+  recorded unit names it;
+- while any other record is unreadable, nothing is proven;
 - a process is reaped only when its cwd lies inside a worktree that passed.
 
 A failed check raises `record-untrusted` (exit 1) naming the field and what git reports; the
