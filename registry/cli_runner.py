@@ -13,26 +13,15 @@ usage errors.
 from __future__ import annotations
 
 import shlex
-import signal
 import sys
-import threading
-import traceback
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import typer
 import typer.main
 
-from registry.errors import (
-    EXIT_OK,
-    EXIT_REFUSED,
-    EXIT_USAGE,
-    Interrupted,
-    ToolError,
-    UsageError,
-)
-from registry.output import Rendered, emit, write_text
+from registry.errors import EXIT_REFUSED, EXIT_USAGE, UsageError
+from registry.outcome import deliver, failure
 
 
 def _option_takes_value(parameter: Any) -> bool:
@@ -114,90 +103,21 @@ def _only(app: typer.Typer, name: str | None) -> typer.Typer:
     return app
 
 
-def _raise_interrupted(signum: int, _frame: object) -> None:
-    raise Interrupted(signum)
-
-
-@contextmanager
-def _interruptible() -> Iterator[None]:
-    """SIGINT and SIGTERM raise `Interrupted` in the main thread while the command runs, so
-    every `finally` and `except BaseException` on the way out runs: children started by
-    `run_streamed`, `run_git` and a bootstrap are killed as a group, locks are released, and
-    the journal keeps its `started` entry (SPEC 3.0)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may set handlers (an in-process caller's worker)
-        return
-    previous = {
-        signum: signal.signal(signum, _raise_interrupted)
-        for signum in (signal.SIGINT, signal.SIGTERM)
-    }
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def _next_for(document: dict[str, Any], exit_code: int, command: str) -> str:
-    """A next step for a failure that names none (SPEC 3.0: `next` is never empty)."""
-    if exit_code == EXIT_USAGE:
-        words = shlex.split(command)[:2]
-        return f"fix the command line: {shlex.join([*words, '--help'])} lists the options"
-    if document.get("retryable"):
-        return f"retry later: {command}"
-    if document.get("code") == "internal":
-        return "a bug: report it with this output"
-    return f"read reason and detail, fix the cause, then repeat: {command}"
-
-
-def _failure(document: dict[str, Any], exit_code: int, command: str) -> int:
-    if not document.get("next"):
-        document["next"] = _next_for(document, exit_code, command)
-    emit(document)
-    return exit_code
-
-
 def run(app: typer.Typer, argv: Sequence[str] | None, prog_name: str) -> int:
     """Run `app` with `argv`, print exactly one document, and return the exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     command_line = shlex.join([prog_name, *arguments])
-    try:
-        with _interruptible():
+
+    def call() -> object:
+        try:
             first = arguments[0] if arguments and not arguments[0].startswith("-") else None
             command = typer.main.get_command(_only(app, first))
             check_option_values(command, arguments)
-            result = command.main(args=arguments, prog_name=prog_name, standalone_mode=False)
-    except ToolError as error:
-        return _failure(error.document(), error.exit_code, command_line)
-    except typer.TyperException as error:
-        code = EXIT_USAGE if getattr(error, "exit_code", 2) == 2 else EXIT_REFUSED
-        return _failure(_usage_document(error), code, command_line)
-    except (Interrupted, typer.Abort, KeyboardInterrupt) as error:
-        signum = error.signum if isinstance(error, Interrupted) else signal.SIGINT
-        name = signal.Signals(signum).name
-        document = {
-            "ok": False,
-            "code": "interrupted",
-            "reason": f"interrupted by {name}; children were stopped and the journal kept",
-            "next": f"repeat the command to resume: {command_line}",
-            "detail": {"signal": name},
-        }
-        return _failure(document, 128 + signum, command_line)
-    except Exception as error:
-        document = {
-            "ok": False,
-            "code": "internal",
-            "reason": f"unexpected error: {type(error).__name__}: {error}",
-            "detail": {"traceback": traceback.format_exc()},
-        }
-        return _failure(document, EXIT_REFUSED, command_line)
-    if isinstance(result, Rendered):
-        write_text(result.text if result.text.endswith("\n") else result.text + "\n")
-        return result.exit_code
-    if isinstance(result, dict):
-        emit(result)
-        return EXIT_OK if result.get("ok") else EXIT_REFUSED
-    if isinstance(result, int):
-        # `--help` (and Typer's own exits) end here: the help text is already printed.
-        return result
-    return EXIT_OK
+            return command.main(args=arguments, prog_name=prog_name, standalone_mode=False)
+        except typer.TyperException as error:
+            code = EXIT_USAGE if getattr(error, "exit_code", 2) == 2 else EXIT_REFUSED
+            return failure(_usage_document(error), code, command_line)
+        except typer.Abort:
+            raise KeyboardInterrupt from None
+
+    return deliver(call, command_line)

@@ -40,18 +40,21 @@ def setup_running(sandbox: Sandbox, unit_id: str) -> bool:
 
 
 def test_creates_of_different_units_overlap(sandbox: Sandbox) -> None:
-    started = time.monotonic()
-    first = start(
-        sandbox, *sandbox.create_args("a1", setup="sleep 3", max_active="4", max_held="4")
+    """Each setup hook (run under its unit's lock) waits until both have started: the creates
+    finish only if both hold their unit locks at the same time — proved without a wall clock."""
+    barrier = sandbox.root / "barrier"
+    barrier.mkdir()
+    hook = (
+        f"touch {barrier}/$(basename $PWD); n=0; "
+        f"until [ -e {barrier}/a1 ] && [ -e {barrier}/a2 ]; do "
+        "n=$((n+1)); [ $n -gt 1200 ] && exit 1; sleep 0.05; done"
     )
-    second = start(
-        sandbox, *sandbox.create_args("a2", setup="sleep 3", max_active="4", max_held="4")
-    )
-    outputs = [first.communicate(timeout=60), second.communicate(timeout=60)]
-    elapsed = time.monotonic() - started
+    limits = {"setup": hook, "max_active": "4", "max_held": "4"}
+    first = start(sandbox, *sandbox.create_args("a1", **limits))
+    second = start(sandbox, *sandbox.create_args("a2", **limits))
+    outputs = [first.communicate(timeout=120), second.communicate(timeout=120)]
+    # Serialized creates would leave the first setup waiting alone until it gives up (60 s).
     assert first.returncode == 0 and second.returncode == 0, outputs
-    # Serial would be two 3 s setups plus two creates; overlapping setups finish well under that.
-    assert elapsed < 5.5, f"creates did not overlap: {elapsed:.1f}s"
 
 
 def test_a_busy_unit_refuses_with_the_holder_named(sandbox: Sandbox) -> None:

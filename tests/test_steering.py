@@ -338,12 +338,16 @@ def test_wait_without_units_returns_at_once(sandbox: Sandbox) -> None:
 
 def test_wait_wakes_on_a_lifecycle_change(sandbox: Sandbox) -> None:
     working_unit(sandbox)
+    # `--since` (status's observed_at) makes the wait see the change whether it starts blocking
+    # before or after the dismantle: no sleep to let it get going.
+    since = sandbox.unit("status", "--all")["observed_at"]
     results: list = []
     thread = threading.Thread(
-        target=lambda: results.append(sandbox.unit("wait", "--unit", "u1", "--timeout-min", "1"))
+        target=lambda: results.append(
+            sandbox.unit("wait", "--unit", "u1", "--since", since, "--timeout-min", "1")
+        )
     )
     thread.start()
-    time.sleep(0.5)
     assert sandbox.unit("dismantle", "--unit", "u1", "--force", "u1").code == 0
     thread.join(timeout=30)
     (change,) = results[0]["changed"]

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from unitmgr.cli import main
+from unitmgr.entry import main
 
 sys.exit(main())

@@ -15,6 +15,9 @@ import typer
 from registry.cli_runner import run
 from registry.errors import UsageError
 from registry.output import Rendered
+from unitmgr import quick_reads
+from unitmgr.quick_reads import lock_free as _lock_free
+from unitmgr.quick_reads import output_format as _format
 
 app = typer.Typer(
     name="unit",
@@ -30,12 +33,6 @@ LockTimeout = Annotated[
 ]
 Format = Annotated[str, typer.Option("--format", help="json (default) or table.")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Check and plan; change nothing.")]
-
-
-def _format(value: str) -> str:
-    if value not in ("json", "table"):
-        raise UsageError("invalid-format", f"--format must be json or table, got {value!r}")
-    return value
 
 
 @app.command()
@@ -98,14 +95,6 @@ def create(
     return lifecycle.run(repo, options)
 
 
-def _lock_free(lock_timeout: str) -> None:
-    """A command that never waits for a lock still takes `--lock-timeout` (a lead passes it to
-    every command), and still refuses a bad value."""
-    from unitmgr import validation
-
-    validation.lock_timeout(lock_timeout)
-
-
 @app.command("list")
 def list_command(
     prs: Annotated[bool, typer.Option("--prs", help="Also read each branch's PRs.")] = False,
@@ -114,13 +103,9 @@ def list_command(
     output_format: Format = "json",
 ) -> dict[str, Any] | Rendered:
     """Every unit with what is observed and the command that recovers it."""
-    _lock_free(lock_timeout)
-    from unitmgr import observe, table
-    from unitmgr.workspace import Workspace
-
-    fmt = _format(output_format)
-    document = observe.list_units(Workspace.open(repo), with_pulls=prs)
-    return Rendered(table.list_units(document)) if fmt == "table" else document
+    return quick_reads.list_units(
+        prs=prs, repo=repo, lock_timeout=lock_timeout, format_name=output_format
+    )
 
 
 @app.command()
@@ -134,18 +119,15 @@ def status(
     output_format: Format = "json",
 ) -> dict[str, Any] | Rendered:
     """One unit (--unit ID) or a summary of every unit (--all)."""
+    if all_units and not unit:
+        return quick_reads.status_all(
+            repo=repo, lock_timeout=lock_timeout, format_name=output_format
+        )
     _lock_free(lock_timeout)
     fmt = _format(output_format)
     if bool(unit) == all_units:
         raise UsageError("usage", "status needs exactly one of --unit ID or --all")
     from unitmgr import table
-
-    if all_units:
-        from unitmgr import observe
-        from unitmgr.workspace import Workspace
-
-        document = observe.status_all(Workspace.open(repo))
-        return Rendered(table.status_all(document)) if fmt == "table" else document
     from unitmgr.status import status_unit
 
     assert unit is not None

@@ -11,6 +11,7 @@ process group, and `import git` costs ~100 ms (see references/decisions.md).
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,8 +69,11 @@ def run_git(
     network: bool = False,
     check: bool = True,
     optional_locks: bool = True,
+    environment: dict[str, str] | None = None,
 ) -> GitResult:
-    """Run `git <args>` in `cwd`. `check` raises `GitError` on a non-zero exit."""
+    """Run `git <args>` in `cwd`. `check` raises `GitError` on a non-zero exit.
+
+    `environment` adds variables to the no-prompt child environment."""
     argv = ["git"]
     if not optional_locks:
         argv.append("--no-optional-locks")  # status must not rewrite the index of a reader
@@ -82,7 +86,7 @@ def run_git(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        env=child_environment(),
+        env=child_environment(environment),
     )
     try:
         stdout, stderr = process.communicate(timeout=seconds)
@@ -374,8 +378,84 @@ def status_entries(worktree: Path) -> list[str]:
         step="status",
         optional_locks=False,
     )
-    entries: list[str] = []
+    return _porcelain_entries(result.stdout.split("\0"))
+
+
+@dataclass(frozen=True)
+class BranchStatus:
+    """One `git status --porcelain --branch` against a chosen upstream."""
+
+    entries: list[str]  # XY path, as `status_entries`; `!!` entries only when asked for
+    branch: str  # what git printed for the branch ("HEAD (no branch)", "No commits yet on x")
+    upstream: str | None  # the upstream git compared against, as it printed it
+    counts: tuple[int, int] | None  # (ahead, behind) of the branch against that upstream
+
+
+def status_against(
+    worktree: Path, *, branch: str, upstream_ref: str, ignored: bool = False
+) -> BranchStatus | None:
+    """`git status --porcelain -z --branch` with `upstream_ref` as the branch's upstream for
+    this one call, or None when git fails.
+
+    The upstream is set through `GIT_CONFIG_*` variables (command-line scope: nothing is
+    written, and a branch name holding `=` or `.` stays one key), so the one process that lists
+    the dirty files also counts ahead/behind — the work of a separate `rev-list`.
+    `ignored` adds the `!!` entries (`--ignored=traditional`: whole ignored directories).
+    """
+    inherited = os.environ.get("GIT_CONFIG_COUNT", "")
+    count = int(inherited) if inherited.isdigit() else 0  # keep the caller's own -c settings
+    extra = {
+        "GIT_CONFIG_COUNT": str(count + 2),
+        f"GIT_CONFIG_KEY_{count}": f"branch.{branch}.remote",
+        f"GIT_CONFIG_VALUE_{count}": ".",
+        f"GIT_CONFIG_KEY_{count + 1}": f"branch.{branch}.merge",
+        f"GIT_CONFIG_VALUE_{count + 1}": upstream_ref,
+    }
+    args = ["status", "--porcelain", "-z", "--branch", "--ahead-behind", "--untracked-files=normal"]
+    if ignored:
+        args.append("--ignored=traditional")
+    result = run_git(
+        args,
+        cwd=worktree,
+        step="status",
+        check=False,
+        optional_locks=False,
+        environment=extra,
+    )
+    if result.returncode != 0:
+        return None
     items = result.stdout.split("\0")
+    header = items[0] if items and items[0].startswith("## ") else None
+    if header is None:
+        return None
+    shown, upstream, counts = _branch_header(header[3:])
+    return BranchStatus(_porcelain_entries(items[1:]), shown, upstream, counts)
+
+
+def _branch_header(text: str) -> tuple[str, str | None, tuple[int, int] | None]:
+    """`x...origin/main [ahead 1, behind 2]` -> ("x", "origin/main", (1, 2)).
+
+    No `...` means no upstream; `[gone]` (or an unreadable bracket) means no counts."""
+    shown, dots, rest = text.partition("...")
+    if not dots:
+        return shown, None, None
+    upstream, _, bracket = rest.partition(" [")
+    if not bracket:
+        return shown, upstream, (0, 0)
+    ahead = behind = 0
+    for part in bracket.rstrip("]").split(", "):
+        word, _, number = part.partition(" ")
+        if word not in ("ahead", "behind") or not number.isdigit():
+            return shown, upstream, None
+        if word == "ahead":
+            ahead = int(number)
+        else:
+            behind = int(number)
+    return shown, upstream, (ahead, behind)
+
+
+def _porcelain_entries(items: list[str]) -> list[str]:
+    entries: list[str] = []
     index = 0
     while index < len(items):
         item = items[index]

@@ -1,7 +1,8 @@
 """Read-only views of units: `list`, `status --unit` (its read part) and `status --all`.
 
 `status --all` is lock-free, offline and writes nothing: one `git worktree list` in total, at most
-three git calls per present worktree (run in a small thread pool), and pair state read in-process
+three git calls per present worktree (usually one; unitmgr/worktree_scan.py runs them concurrently
+and, for `unit watch`, skips unchanged worktrees), and pair state read in-process
 through `pair.api.read_status`, which only stats transcripts — so its cost grows with units, not
 with transcript size.
 """
@@ -11,17 +12,20 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_z
 from unitmgr import git
-from unitmgr.forge import Forge
 from unitmgr.pairing import first_turn_resend
 from unitmgr.steps import CREATE_PHASES
 from unitmgr.units import base_ref_of, pair_state
 from unitmgr.workspace import Workspace, realpath
+from unitmgr.worktree_scan import WorktreeFacts, WorktreeJob, WorktreeScanner
+
+if TYPE_CHECKING:
+    from unitmgr.forge import Forge
 
 DIRTY_SAMPLE = 5
 IN_FLIGHT_KEYS = ("seq", "started_at", "partner_pid", "heavy_queue", "alive")
@@ -266,9 +270,10 @@ def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, A
         from unitmgr.forge_github import open_forge
 
         forge = open_forge(workspace)
-    rows = worktree_rows(workspace)
+    scanned = workspace.registry.scan()
+    rows = worktree_rows(workspace) if scanned else {}
     units = []
-    for entry in workspace.registry.scan():
+    for entry in scanned:
         if isinstance(entry, UnreadableRecord):
             view = entry.to_json()
             view["observed"] = None
@@ -310,42 +315,19 @@ def _pair_summary(status: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_COMMITTED_CHANGES: dict[tuple[str, str, str], list[str] | None] = {}
-
-
-def committed_changes(base_ref: str, worktree: Path, head: str | None) -> list[str] | None:
-    """Files changed on HEAD since its merge base, memoized by (worktree, base, HEAD).
-
-    A long-lived process (`unit watch`) asks again every few seconds; the answer only changes
-    when HEAD (or the base) moves. Nothing is persisted.
-    """
-    if head is None:
-        return git.changed_since_merge_base(base_ref, worktree=worktree)
-    key = (str(worktree), base_ref, head)
-    if key not in _COMMITTED_CHANGES:
-        _COMMITTED_CHANGES[key] = git.changed_since_merge_base(base_ref, worktree=worktree)
-    return _COMMITTED_CHANGES[key]
-
-
-def worktree_facts(
-    record: UnitRecord, row: git.WorktreeRow | None
+def _worktree_summary(
+    record: UnitRecord, row: git.WorktreeRow, facts: WorktreeFacts
 ) -> tuple[dict[str, Any], list[str] | None]:
     """The worktree block of `status --all` and the unit's changed files (committed since the
-    merge base, plus staged, unstaged and untracked): at most three git calls."""
-    if row is None or not os.path.isdir(record.worktree):
-        return {"present": False}, None
-    worktree = Path(record.worktree)
-    base_ref = base_ref_of(record)
-    counts = git.ahead_behind(base_ref, worktree=worktree)
-    entries = git.status_porcelain(worktree)
-    changed = committed_changes(base_ref, worktree, row.head)
+    merge base, plus staged, unstaged and untracked)."""
+    counts, entries = facts.counts, facts.entries
     files: list[str] | None = None
-    if changed is not None and entries is not None:
-        files = sorted(set(changed) | {entry[3:] for entry in entries})
+    if facts.committed is not None and entries is not None:
+        files = sorted(set(facts.committed) | {entry[3:] for entry in entries})
     summary = {
         "present": True,
         "head": row.head,
-        "base_ref": base_ref,
+        "base_ref": base_ref_of(record),
         "ahead_of_base": counts[0] if counts else None,
         "behind_base": counts[1] if counts else None,
         "dirty_files": len(entries) if entries is not None else None,
@@ -355,29 +337,40 @@ def worktree_facts(
 
 
 def facts_by_unit(
-    records: list[UnitRecord], rows: dict[str, git.WorktreeRow]
+    records: list[UnitRecord],
+    rows: dict[str, git.WorktreeRow],
+    scanner: WorktreeScanner | None = None,
 ) -> dict[str, tuple[dict[str, Any], list[str] | None]]:
-    def facts(record: UnitRecord) -> tuple[dict[str, Any], list[str] | None]:
-        return worktree_facts(record, rows.get(realpath(record.worktree)))
+    """Every unit's worktree block and changed files; the git calls run concurrently
+    (unitmgr/worktree_scan.py), and a long-lived `scanner` reuses what did not change."""
+    found: dict[str, tuple[dict[str, Any], list[str] | None]] = {}
+    present: list[tuple[UnitRecord, git.WorktreeRow]] = []
+    for record in records:
+        row = rows.get(realpath(record.worktree))
+        if row is None or not os.path.isdir(record.worktree):
+            found[record.unit_id] = ({"present": False}, None)
+        else:
+            present.append((record, row))
+    jobs = [
+        WorktreeJob(Path(record.worktree), base_ref_of(record), row.branch, row.head)
+        for record, row in present
+    ]
+    for (record, row), facts in zip(
+        present, (scanner or WorktreeScanner()).scan(jobs), strict=True
+    ):
+        found[record.unit_id] = _worktree_summary(record, row, facts)
+    return found
 
-    if len(records) > 1:
-        # Git calls release the GIL: a few threads overlap them (imported only when useful).
-        from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=min(8, len(records))) as pool:
-            found = list(pool.map(facts, records))
-    else:
-        found = [facts(record) for record in records]
-    return dict(zip((record.unit_id for record in records), found, strict=True))
-
-
-def status_all(workspace: Workspace) -> dict[str, Any]:
+def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> dict[str, Any]:
+    """The `status --all` document; `scanner` (held by `unit watch`) reuses unchanged facts."""
     observed_at = iso_z(milliseconds=True)
-    rows = worktree_rows(workspace)
     entries = workspace.registry.scan()
+    # An empty registry needs no `git worktree list`: nothing would be matched against it.
+    rows = worktree_rows(workspace) if entries else {}
     records = [entry for entry in entries if isinstance(entry, UnitRecord)]
 
-    worktrees = facts_by_unit(records, rows)
+    worktrees = facts_by_unit(records, rows, scanner)
 
     units: list[dict[str, Any]] = []
     changed_files: dict[str, list[str]] = {}
@@ -419,13 +412,20 @@ def status_all(workspace: Workspace) -> dict[str, Any]:
 
 
 def overlaps(changed_files: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """Pairs of units whose changed files intersect, with the files, sorted."""
-    found = []
-    ids = sorted(changed_files)
-    for index, first in enumerate(ids):
-        mine = set(changed_files[first])
-        for second in ids[index + 1 :]:
-            shared = mine & set(changed_files[second])
-            if shared:
-                found.append({"units": [first, second], "files": sorted(shared)})
-    return found
+    """Pairs of units whose changed files intersect, with the files, sorted.
+
+    Through an index of who changed each file, so units that share nothing cost nothing (a
+    pairwise comparison grows with the square of the units)."""
+    changed_by: dict[str, list[str]] = {}
+    for unit_id in sorted(changed_files):
+        for path in set(changed_files[unit_id]):
+            changed_by.setdefault(path, []).append(unit_id)
+    shared: dict[tuple[str, str], list[str]] = {}
+    for path, units in changed_by.items():
+        for index, first in enumerate(units):
+            for second in units[index + 1 :]:
+                shared.setdefault((first, second), []).append(path)
+    return [
+        {"units": [first, second], "files": sorted(files)}
+        for (first, second), files in sorted(shared.items())
+    ]

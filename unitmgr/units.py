@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pair import api as pair_api
 from registry.errors import StateError
 from registry.locks import Deadline
 from registry.records import UnitRecord
@@ -39,6 +38,8 @@ def base_ref_of(record: UnitRecord) -> str:
 def pair_state(record: UnitRecord) -> dict[str, Any]:
     if record.pair is None or not record.pair.state_dir:
         return {"ok": False, "code": "no-pair", "reason": "no pair recorded"}
+    from pair import api as pair_api  # here: `status --all` on an empty registry never needs it
+
     return pair_api.read_status(record.pair.state_dir)
 
 

@@ -1,8 +1,9 @@
 """`unit watch` (SPEC 3.10): a live terminal view of every unit, for a person.
 
-It redraws `unit status --all` every few seconds (lock-free, offline; the committed-changes part
-of overlaps is memoized by HEAD inside this process) and puts what needs attention first: lost or
-quiet turns, failed receipts, throttle signals, overlaps, queued notices and recovery records.
+It redraws `unit status --all` every few seconds (lock-free, offline; one `WorktreeScanner` held
+for the whole session skips the git calls of worktrees that did not change) and puts what needs
+attention first: lost or quiet turns, failed receipts, throttle signals, overlaps, queued notices
+and recovery records.
 Ctrl-C ends it cleanly. `--once` draws a single frame (for a pipe or a quick look).
 """
 
@@ -17,6 +18,7 @@ from registry.errors import UsageError
 from registry.output import Rendered
 from unitmgr import observe
 from unitmgr.workspace import Workspace
+from unitmgr.worktree_scan import WorktreeScanner
 
 QUIET_SECONDS = 600  # a turn silent this long is flagged (its idle budget ends it later)
 
@@ -157,6 +159,7 @@ def run(repo: str, *, interval: float, once: bool) -> Rendered:
             "unit watch is a live view for a terminal — use unit status --all (or watch --once)",
         )
     console = Console()
+    scanner = WorktreeScanner(reuse=True, common_git_dir=workspace.common_git_dir)
     stopped = False
 
     def stop(*_: Any) -> None:
@@ -166,14 +169,14 @@ def run(repo: str, *, interval: float, once: bool) -> Rendered:
     previous = signal.signal(signal.SIGINT, stop)
     try:
         with Live(
-            frame(observe.status_all(workspace)), console=console, auto_refresh=False
+            frame(observe.status_all(workspace, scanner)), console=console, auto_refresh=False
         ) as live:
             while not stopped:
                 deadline = time.monotonic() + interval
                 while not stopped and time.monotonic() < deadline:
                     time.sleep(0.1)
                 if not stopped:
-                    live.update(frame(observe.status_all(workspace)), refresh=True)
+                    live.update(frame(observe.status_all(workspace, scanner)), refresh=True)
     finally:
         signal.signal(signal.SIGINT, previous)
     return Rendered("unit watch: stopped")

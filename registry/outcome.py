@@ -1,0 +1,102 @@
+"""Turn what a command returned or raised into its one printed document and its exit code.
+
+Shared by the Typer runner (registry/cli_runner.py) and the fast `unit` entry point
+(unitmgr/entry.py), so both end a command the same way: a `ToolError` prints its document, a
+signal becomes `interrupted` (128 + signal), anything unexpected becomes `internal` (exit 1, the
+redacted traceback in `detail`), and every failure names a next step. It must not import typer.
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from registry.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Interrupted, ToolError
+from registry.output import Rendered, emit, write_text
+
+
+def _raise_interrupted(signum: int, _frame: object) -> None:
+    raise Interrupted(signum)
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM raise `Interrupted` in the main thread while the command runs, so
+    every `finally` and `except BaseException` on the way out runs: children started by
+    `run_streamed`, `run_git` and a bootstrap are killed as a group, locks are released, and
+    the journal keeps its `started` entry (SPEC 3.0)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (an in-process caller's worker)
+        return
+    previous = {
+        signum: signal.signal(signum, _raise_interrupted)
+        for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _next_for(document: dict[str, Any], exit_code: int, command: str) -> str:
+    """A next step for a failure that names none (SPEC 3.0: `next` is never empty)."""
+    if exit_code == EXIT_USAGE:
+        words = shlex.split(command)[:2]
+        return f"fix the command line: {shlex.join([*words, '--help'])} lists the options"
+    if document.get("retryable"):
+        return f"retry later: {command}"
+    if document.get("code") == "internal":
+        return "a bug: report it with this output"
+    return f"read reason and detail, fix the cause, then repeat: {command}"
+
+
+def failure(document: dict[str, Any], exit_code: int, command: str) -> int:
+    if not document.get("next"):
+        document["next"] = _next_for(document, exit_code, command)
+    emit(document)
+    return exit_code
+
+
+def deliver(call: Callable[[], object], command_line: str) -> int:
+    """Run `call` (signals interrupt it), print exactly one document, return the exit code."""
+    try:
+        with interruptible():
+            result = call()
+    except ToolError as error:
+        return failure(error.document(), error.exit_code, command_line)
+    except (Interrupted, KeyboardInterrupt) as error:
+        signum = error.signum if isinstance(error, Interrupted) else signal.SIGINT
+        name = signal.Signals(signum).name
+        document = {
+            "ok": False,
+            "code": "interrupted",
+            "reason": f"interrupted by {name}; children were stopped and the journal kept",
+            "next": f"repeat the command to resume: {command_line}",
+            "detail": {"signal": name},
+        }
+        return failure(document, 128 + signum, command_line)
+    except Exception as error:
+        import traceback
+
+        document = {
+            "ok": False,
+            "code": "internal",
+            "reason": f"unexpected error: {type(error).__name__}: {error}",
+            "detail": {"traceback": traceback.format_exc()},
+        }
+        return failure(document, EXIT_REFUSED, command_line)
+    if isinstance(result, Rendered):
+        write_text(result.text if result.text.endswith("\n") else result.text + "\n")
+        return result.exit_code
+    if isinstance(result, dict):
+        emit(result)
+        return EXIT_OK if result.get("ok") else EXIT_REFUSED
+    if isinstance(result, int):
+        # `--help` (and Typer's own exits) end here: the help text is already printed.
+        return result
+    return EXIT_OK

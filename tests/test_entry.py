@@ -1,0 +1,92 @@
+"""The fast entry point (unitmgr/entry.py): a plain `status --all` or `list` is answered without
+Typer, with exactly the document, exit code and errors the Typer app gives (SPEC 7 start-up)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import Sandbox, write_record
+from unitmgr.entry import _LIST, _STATUS_ALL, simple_options
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("typer", "rich", "github", "git", "psutil")
+
+
+def _run(module: str, argv: list[str], cwd: Path) -> tuple[int, str, list[str]]:
+    code = (
+        "import json, sys\n"
+        f"from {module} import main\n"
+        f"code = main({argv!r})\n"
+        f"loaded = [name for name in {HEAVY!r} if name in sys.modules]\n"
+        "sys.stderr.write(json.dumps({'code': code, 'loaded': loaded}))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, check=True
+    )
+    outcome = json.loads(completed.stderr.strip().splitlines()[-1])
+    stdout = re.sub(r'"observed_at": "[^"]*"', '"observed_at": "T"', completed.stdout)
+    return outcome["code"], stdout, outcome["loaded"]
+
+
+FAST = [
+    ["status", "--all"],
+    ["status", "--all", "--format", "table"],
+    ["status", "--repo={repo}", "--all", "--format=json", "--lock-timeout", "5"],
+    ["status", "--all", "--format", "yaml"],
+    ["status", "--all", "--lock-timeout", "soon"],
+    ["list"],
+    ["list", "--format", "table"],
+    ["list", "--format", "xml"],
+]
+HANDED_OVER = [
+    ["status", "--all", "--unit", "u1"],
+    ["status", "--all", "--all"],
+    ["status", "--all", "--help"],
+    ["status", "--all", "--repo"],
+    ["status", "--all", "--lock-timeout", "-1"],
+    ["status", "--all", "--format", "--repo", "x"],
+    ["list", "--bogus"],
+    ["list", "--prs=yes"],
+    ["status"],
+]
+
+
+def _argv(template: list[str], repo: Path) -> list[str]:
+    argv = [word.replace("{repo}", str(repo)) for word in template]
+    return argv if any("--repo" in word for word in argv) else [*argv, "--repo", str(repo)]
+
+
+def test_the_entry_answers_exactly_as_the_typer_app(sandbox: Sandbox) -> None:
+    write_record(sandbox, "u1")  # a unit whose worktree is missing: recovery and all
+    for template in FAST + HANDED_OVER:
+        argv = _argv(template, sandbox.repo)
+        fast = _run("unitmgr.entry", argv, ROOT)
+        assert fast[:2] == _run("unitmgr.cli", argv, ROOT)[:2], argv
+        if template in FAST:
+            assert fast[2] == [], f"{argv} loaded {fast[2]}"
+        else:
+            assert "typer" in fast[2], argv
+
+
+def test_an_empty_registry_and_a_missing_repository(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path / "r")], check=True)
+    for argv in (["status", "--all"], ["list"]):
+        for repo in (tmp_path / "r", tmp_path / "missing"):
+            fast = _run("unitmgr.entry", [*argv, "--repo", str(repo)], ROOT)
+            assert fast[:2] == _run("unitmgr.cli", [*argv, "--repo", str(repo)], ROOT)[:2]
+            assert fast[2] == []
+    code, stdout, _ = _run("unitmgr.entry", ["list", "--repo", str(tmp_path / "missing")], ROOT)
+    assert code == 1 and json.loads(stdout)["code"] == "not-a-git-repository"
+
+
+def test_only_plain_spellings_are_parsed() -> None:
+    assert simple_options(["--all", "--repo", "r"], _STATUS_ALL) == {"all": True, "repo": "r"}
+    assert simple_options(["--repo=r", "--prs"], _LIST) == {"repo": "r", "prs": True}
+    assert simple_options(["--repo", "a", "--repo", "b"], _LIST) == {}  # a repeat
+    assert simple_options(["--all=1"], _STATUS_ALL) == {}  # a flag given a value
+    assert simple_options(["--repo", "-x"], _LIST) == {}  # a value that looks like an option
+    assert simple_options(["--rep", "r"], _LIST) == {}  # never a prefix

@@ -1,0 +1,162 @@
+"""The worktree facts of `status --all` (unitmgr/worktree_scan.py): the one-call status gives the
+same answers as the separate `rev-list`/`status`/`diff` calls, and a reusing scanner skips git only
+while nothing it watches changed (SPEC 3.4, 7)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Sandbox, git, run_cli, write_record
+from unitmgr import git as unit_git
+from unitmgr.worktree_scan import WorktreeJob, WorktreeScanner
+
+
+def _separate_calls(job: WorktreeJob) -> tuple[object, ...]:
+    """What the three separate git calls answer for one worktree."""
+    counts = unit_git.ahead_behind(job.base_ref, worktree=job.worktree)
+    entries = unit_git.status_porcelain(job.worktree)
+    committed = unit_git.changed_since_merge_base(job.base_ref, worktree=job.worktree)
+    return counts, entries, committed
+
+
+def _job(sandbox: Sandbox, name: str, base_ref: str = "refs/heads/main") -> WorktreeJob:
+    path = sandbox.worktree(name)
+    rows = {row.path: row for row in unit_git.list_worktrees(cwd=sandbox.repo)}
+    row = rows[str(path)]
+    return WorktreeJob(path, base_ref, row.branch, row.head)
+
+
+def _worktree(sandbox: Sandbox, name: str, branch: str) -> Path:
+    path = sandbox.worktree(name)
+    git(sandbox.repo, "worktree", "add", "-q", "-b", branch, str(path), "main")
+    return path
+
+
+@pytest.fixture
+def shapes(sandbox: Sandbox) -> list[WorktreeJob]:
+    """Worktrees in every shape the status header must answer (or give up on) correctly."""
+    git(sandbox.repo, "update-ref", "refs/heads/main", "HEAD")
+    clean = _worktree(sandbox, "clean", "feat/clean")
+    ahead = _worktree(sandbox, "ahead", "feat/a=b.c")  # `=` and `.` in the config key
+    (ahead / "new.txt").write_text("x\n")
+    git(ahead, "add", "new.txt")
+    git(ahead, "commit", "-q", "-m", "ahead")
+    (ahead / "README.md").write_text("changed\n")
+    git(ahead, "mv", "new.txt", "moved.txt")
+    (ahead / "untracked").mkdir()
+    (ahead / "untracked" / "file").write_text("u\n")
+    behind = _worktree(sandbox, "behind", "feat/behind")
+    own_upstream = _worktree(sandbox, "own", "feat/own")
+    git(own_upstream, "config", "branch.feat/own.remote", "origin")
+    git(own_upstream, "config", "branch.feat/own.merge", "refs/heads/elsewhere")
+    detached = _worktree(sandbox, "detached", "feat/detached")
+    git(detached, "checkout", "-q", "--detach")
+    (sandbox.repo / "later.txt").write_text("later\n")
+    git(sandbox.repo, "add", "later.txt")
+    git(sandbox.repo, "commit", "-q", "-m", "base moves")
+    git(sandbox.repo, "update-ref", "refs/heads/main", "HEAD")
+    del clean, behind
+    jobs = [_job(sandbox, name) for name in ("clean", "ahead", "behind", "own", "detached")]
+    jobs.append(_job(sandbox, "clean", base_ref="refs/heads/no-such-base"))
+    jobs.append(_job(sandbox, "ahead", base_ref="refs/remotes/origin/main"))
+    return jobs
+
+
+def test_one_status_call_answers_what_the_three_calls_do(shapes: list[WorktreeJob]) -> None:
+    found = WorktreeScanner().scan(shapes)
+    for job, facts in zip(shapes, found, strict=True):
+        counts, entries, committed = _separate_calls(job)
+        assert (facts.counts, facts.entries, facts.committed) == (counts, entries, committed), job
+    ahead = found[1]
+    assert ahead.counts == (1, 1)
+    assert ahead.committed == ["new.txt"]
+    assert ahead.entries is not None and "?? untracked/" in ahead.entries
+
+
+def test_reuse_skips_git_only_while_nothing_changed(sandbox: Sandbox) -> None:
+    git(sandbox.repo, "update-ref", "refs/heads/main", "HEAD")
+    path = _worktree(sandbox, "w", "feat/w")
+    scanner = WorktreeScanner(reuse=True, common_git_dir=sandbox.common_dir)
+
+    def scan() -> tuple[object, int]:
+        (facts,) = scanner.scan([_job(sandbox, "w")])
+        return facts, scanner.git_runs
+
+    first, runs = scan()
+    assert runs == 1
+    assert scan() == (first, 0)  # nothing changed: no git at all
+
+    (path / "notes.txt").write_text("new\n")  # a new file moves its directory's mtime
+    facts, runs = scan()
+    assert runs == 1 and facts.entries == ["?? notes.txt"]
+    assert scan()[1] == 0
+
+    git(path, "add", "notes.txt")  # the index changes
+    facts, runs = scan()
+    assert runs == 1 and facts.entries == ["A  notes.txt"]
+
+    git(path, "commit", "-q", "-m", "notes")  # HEAD moves
+    facts, runs = scan()
+    assert runs == 1 and facts.counts == (1, 0) and facts.committed == ["notes.txt"]
+
+    (sandbox.repo / "base.txt").write_text("b\n")  # the base ref moves, the worktree does not
+    git(sandbox.repo, "add", "base.txt")
+    git(sandbox.repo, "commit", "-q", "-m", "base")
+    git(sandbox.repo, "update-ref", "refs/heads/main", "HEAD")
+    facts, runs = scan()
+    assert runs == 1 and facts.counts == (1, 1)
+
+
+def test_status_all_runs_one_git_process_per_clean_worktree(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Counted with a `git` wrapper first on PATH: one `worktree list`, one `rev-parse`, and one
+    `status` per unit whose branch is not ahead (no `rev-list`, no `diff`)."""
+    git(sandbox.repo, "update-ref", "refs/heads/main", "HEAD")
+    for name in ("u1", "u2", "u3"):
+        _worktree(sandbox, name, f"feat/{name}")
+        write_record(sandbox, name, base_ref="refs/heads/main")
+    log = tmp_path / "git.log"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    real = git(sandbox.repo, "--exec-path")
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {real}/git "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, "PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
+    result = run_cli(
+        "unit", "status", "--all", "--repo", str(sandbox.repo), cwd=sandbox.root, env=env
+    )
+    assert result.code == 0, result.stdout
+    document = json.loads(result.stdout)
+    assert [unit["worktree"]["ahead_of_base"] for unit in document["units"]] == [0, 0, 0]
+    verbs = [line.split()[0] if not line.startswith("--") else line.split()[1] for line in
+             log.read_text().splitlines()]  # fmt: skip
+    assert sorted(verbs) == ["rev-parse", "status", "status", "status", "worktree"], verbs
+
+
+def test_overlaps_through_the_index_match_the_pairwise_comparison() -> None:
+    import random
+
+    from unitmgr.observe import overlaps
+
+    def pairwise(changed: dict[str, list[str]]) -> list[dict[str, object]]:
+        found: list[dict[str, object]] = []
+        ids = sorted(changed)
+        for index, first in enumerate(ids):
+            for second in ids[index + 1 :]:
+                shared = set(changed[first]) & set(changed[second])
+                if shared:
+                    found.append({"units": [first, second], "files": sorted(shared)})
+        return found
+
+    chooser = random.Random(15)
+    for _ in range(200):
+        changed = {
+            f"u{chooser.randint(0, 30)}": chooser.choices("abcdefgh", k=chooser.randint(0, 4))
+            for _ in range(chooser.randint(0, 12))
+        }
+        assert overlaps(changed) == pairwise(changed), changed

@@ -1,0 +1,102 @@
+"""The `unit` console entry point: simple read command lines skip Typer.
+
+Importing Typer and building its app costs several times a bare Python start. A command line
+that is only `status --all` or `list` with their own options, each spelled plainly (`--repo X`
+or `--repo=X`, no repeats, no `--help`, no value that starts with `-`), is parsed here and
+answered by the same function `unitmgr/cli.py` calls (unitmgr/quick_reads.py), with the same
+document, exit code and errors. Anything else goes to the Typer app unchanged — this module never
+guesses: when in doubt it hands over. It must not import typer, rich, github or git.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+# Per command: option -> the keyword it fills, and whether it takes a value.
+_STATUS_ALL = {
+    "--all": ("all", False),
+    "--repo": ("repo", True),
+    "--lock-timeout": ("lock_timeout", True),
+    "--format": ("format_name", True),
+}
+_LIST = {
+    "--prs": ("prs", False),
+    "--repo": ("repo", True),
+    "--lock-timeout": ("lock_timeout", True),
+    "--format": ("format_name", True),
+}
+
+
+def simple_options(arguments: Sequence[str], known: dict[str, tuple[str, bool]]) -> dict[str, Any]:
+    """The keyword arguments of a plainly spelled command line, or {} to hand it to Typer."""
+    found: dict[str, Any] = {}
+    index = 0
+    while index < len(arguments):
+        token = arguments[index]
+        name, equals, inline = token.partition("=")
+        spec = known.get(name)
+        if spec is None:
+            return {}
+        keyword, takes_value = spec
+        if keyword in found or (equals and not takes_value):
+            return {}
+        if not takes_value:
+            found[keyword] = True
+            index += 1
+            continue
+        if equals:
+            value = inline
+            index += 1
+        else:
+            if index + 1 >= len(arguments):
+                return {}
+            value = arguments[index + 1]
+            index += 2
+        if value.startswith("-"):
+            return {}
+        found[keyword] = value
+    return found
+
+
+def fast_call(arguments: Sequence[str]) -> Callable[[], Any] | None:
+    """The read this command line asks for, when it can be answered without Typer."""
+    if not arguments:
+        return None
+    command, rest = arguments[0], arguments[1:]
+    defaults = {"repo": ".", "lock_timeout": "30", "format_name": "json"}
+    if command == "status":
+        options = simple_options(rest, _STATUS_ALL)
+        if not options.pop("all", False):
+            return None
+        from unitmgr import quick_reads
+
+        return lambda: quick_reads.status_all(**{**defaults, **options})
+    if command == "list":
+        options = simple_options(rest, _LIST)
+        if not options and rest:
+            return None
+        from unitmgr import quick_reads
+
+        prs = bool(options.pop("prs", False))
+        return lambda: quick_reads.list_units(prs=prs, **{**defaults, **options})
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    call = fast_call(arguments)
+    if call is not None:
+        import shlex
+
+        from registry.outcome import deliver
+
+        return deliver(call, shlex.join(["unit", *arguments]))
+    from unitmgr.cli import main as typer_main
+
+    return typer_main(arguments)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""The git facts `status --all` shows for each unit's worktree, gathered concurrently and, in a
+long-lived process, reused while the worktree is unchanged.
+
+Per present worktree this costs one `git status --porcelain --branch` (which also counts
+ahead/behind against the unit's base, SPEC 3.4), plus one `git diff --name-only base...HEAD` only
+when the branch is ahead of its base (a branch that is not ahead has no committed changes). The
+separate `rev-list` runs only when the status header cannot answer (detached or unborn HEAD, or
+the branch carries its own upstream). The calls for all worktrees run in a thread pool: git does
+the work in its own processes, so they spread over the cores.
+
+A `WorktreeScanner(reuse=True)` (held by `unit watch`, later `unit serve`) skips the git calls
+for a worktree whose HEAD, index, base ref and directory mtimes are unchanged since its last
+call, for at most `REUSE_SECONDS` (an in-place write to a tracked file moves no directory mtime;
+references/decisions.md). This module writes nothing, takes no lock and persists nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from unitmgr import git
+
+REUSE_SECONDS = 30.0
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+@dataclass(frozen=True)
+class WorktreeFacts:
+    counts: tuple[int, int] | None  # (ahead, behind) against the base ref; None: git failed
+    entries: list[str] | None  # `git status --porcelain` entries; None: git failed
+    committed: list[str] | None  # files changed on HEAD since its merge base; None: git failed
+
+
+@dataclass(frozen=True)
+class WorktreeJob:
+    worktree: Path
+    base_ref: str
+    branch: str | None  # the branch checked out there (from `git worktree list`), None: detached
+    head: str | None  # its HEAD commit (from `git worktree list`)
+
+
+def upstream_names(base_ref: str) -> set[str]:
+    """The names git may print for `base_ref` as an upstream (it shortens unambiguous refs)."""
+    names = {base_ref}
+    for prefix in ("refs/heads/", "refs/remotes/", "refs/tags/", "refs/"):
+        if base_ref.startswith(prefix):
+            names.add(base_ref[len(prefix) :])
+    return names
+
+
+def concurrently(action: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+    """`action` over `items` in a thread pool sized for the cores (in order)."""
+    if len(items) <= 1:
+        return [action(item) for item in items]
+    # Each call waits on a git child: two per core keeps every core busy while a thread forks.
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = min(len(items), 2 * (os.cpu_count() or 1), 32)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(action, items))
+
+
+class WorktreeScanner:
+    """Reads `WorktreeFacts` for many worktrees; with `reuse`, remembers them in memory."""
+
+    def __init__(self, *, reuse: bool = False, common_git_dir: Path | None = None) -> None:
+        self.reuse = reuse
+        self.common_git_dir = common_git_dir
+        self._committed: dict[tuple[str, str, str], list[str] | None] = {}
+        self._seen: dict[str, tuple[tuple[object, ...], float, WorktreeFacts]] = {}
+        self._pruned: dict[str, set[str]] = {}
+        self.git_runs = 0  # worktrees whose git calls ran in the last `scan` (for tests)
+
+    def scan(self, jobs: Sequence[WorktreeJob]) -> list[WorktreeFacts]:
+        self.git_runs = 0
+        return concurrently(self._facts, jobs)
+
+    def _facts(self, job: WorktreeJob) -> WorktreeFacts:
+        if not self.reuse:
+            facts, _ = self._read(job)
+            return facts
+        key = str(job.worktree)
+        before = self._stamp(job)
+        remembered = self._seen.get(key)
+        now = time.monotonic()
+        if (
+            remembered is not None
+            and remembered[0] == before
+            and now - remembered[1] < REUSE_SECONDS
+        ):
+            return remembered[2]
+        facts, pruned = self._read(job)
+        self._pruned[key] = pruned
+        # Stamped after the read as well: a change during the git call is seen next time.
+        after = self._stamp(job)
+        self._seen[key] = (after if after == before else (), now, facts)
+        return facts
+
+    def _read(self, job: WorktreeJob) -> tuple[WorktreeFacts, set[str]]:
+        self.git_runs += 1
+        status = (
+            git.status_against(
+                job.worktree, branch=job.branch, upstream_ref=job.base_ref, ignored=self.reuse
+            )
+            if job.branch
+            else None
+        )
+        entries: list[str] | None = None
+        pruned: set[str] = set()
+        counts: tuple[int, int] | None = None
+        answered = False
+        if status is not None:
+            entries = [entry for entry in status.entries if not entry.startswith("!! ")]
+            pruned = {
+                entry[3:].rstrip("/")
+                for entry in status.entries
+                if entry.endswith("/") and entry[:3] in ("?? ", "!! ")
+            }
+            answered = status.branch == job.branch and status.upstream in upstream_names(
+                job.base_ref
+            )
+            counts = status.counts
+        if not answered:
+            counts = git.ahead_behind(job.base_ref, worktree=job.worktree)
+        if status is None and not job.branch:
+            entries = git.status_porcelain(job.worktree)
+        if counts is not None and counts[0] == 0:
+            committed: list[str] | None = []  # HEAD is its own merge base: nothing committed
+        else:
+            committed = self._committed_changes(job)
+        return WorktreeFacts(counts, entries, committed), pruned
+
+    def _committed_changes(self, job: WorktreeJob) -> list[str] | None:
+        """Memoized by (worktree, base, HEAD): the answer only changes when HEAD moves."""
+        if job.head is None:
+            return git.changed_since_merge_base(job.base_ref, worktree=job.worktree)
+        key = (str(job.worktree), job.base_ref, job.head)
+        if key not in self._committed:
+            self._committed[key] = git.changed_since_merge_base(job.base_ref, worktree=job.worktree)
+        return self._committed[key]
+
+    def _stamp(self, job: WorktreeJob) -> tuple[object, ...]:
+        """What must be unchanged for the last facts to still hold: HEAD (commit and branch), the
+        worktree's index and HEAD file, the base ref, and every directory's mtime (new, removed
+        or renamed files move them), skipping `.git` and untracked or ignored directories."""
+        gitdir = _gitdir(job.worktree)
+        parts: list[object] = [job.head, job.branch]
+        files = [gitdir / "index", gitdir / "HEAD"] if gitdir else []
+        if self.common_git_dir is not None:
+            files += [self.common_git_dir / job.base_ref, self.common_git_dir / "packed-refs"]
+        for path in files:
+            parts.append(_mtime(path))
+        parts.extend(_directory_mtimes(job.worktree, self._pruned.get(str(job.worktree), set())))
+        return tuple(parts)
+
+
+def _gitdir(worktree: Path) -> Path | None:
+    dot_git = worktree / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    try:
+        text = dot_git.read_text()
+    except OSError:
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    path = Path(text[len("gitdir: ") :].strip())
+    return path if path.is_absolute() else worktree / path
+
+
+def _mtime(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _directory_mtimes(root: Path, pruned: set[str]) -> list[tuple[str, int]]:
+    found: list[tuple[str, int]] = []
+    pending = [""]
+    while pending:
+        relative = pending.pop()
+        directory = os.path.join(root, relative) if relative else str(root)
+        try:
+            found.append((relative, os.stat(directory).st_mtime_ns))
+            with os.scandir(directory) as listing:
+                for entry in listing:
+                    if not entry.is_dir(follow_symlinks=False):
+                        continue
+                    child = f"{relative}/{entry.name}" if relative else entry.name
+                    if entry.name == ".git" or child in pruned:
+                        continue
+                    pending.append(child)
+        except OSError:
+            found.append((relative, -1))
+    return found
