@@ -67,7 +67,7 @@ def create(
     dry_run: DryRun = False,
 ) -> dict[str, Any]:
     """Create a unit (or resume an interrupted create)."""
-    from unitmgr import create as lifecycle
+    from unitmgr.lifecycle import create as lifecycle
 
     options = lifecycle.CreateOptions(
         unit=unit,
@@ -127,8 +127,8 @@ def status(
     fmt = _format(output_format)
     if bool(unit) == all_units:
         raise UsageError("usage", "status needs exactly one of --unit ID or --all")
-    from unitmgr import table
-    from unitmgr.status import status_unit
+    from unitmgr.views import table
+    from unitmgr.views.status import status_unit
 
     assert unit is not None
     document = status_unit(repo, unit)
@@ -146,7 +146,7 @@ def dismantle(
     dry_run: DryRun = False,
 ) -> dict[str, Any]:
     """Take a unit apart: pair, processes, worktree, branches, manifest, record."""
-    from unitmgr import dismantle as lifecycle
+    from unitmgr.lifecycle import dismantle as lifecycle
 
     return lifecycle.run(
         repo,
@@ -172,7 +172,7 @@ def restaff(
     dry_run: DryRun = False,
 ) -> dict[str, Any]:
     """Swap a unit's executor in place, handing over a checkpoint of its work."""
-    from unitmgr import restaff as lifecycle
+    from unitmgr.lifecycle import restaff as lifecycle
 
     return lifecycle.run(
         repo,
@@ -201,7 +201,7 @@ def cancel(
     dry_run: DryRun = False,
 ) -> dict[str, Any]:
     """Stop the unit's in-flight turn (its whole process tree); its receipt says cancelled."""
-    from unitmgr import cancel as lifecycle
+    from unitmgr.lifecycle import cancel as lifecycle
 
     return lifecycle.run(
         repo,
@@ -228,7 +228,7 @@ def addendum(
     dry_run: DryRun = False,
 ) -> dict[str, Any]:
     """Append to a unit's manifest and tell its executor to re-read it."""
-    from unitmgr import addendum as lifecycle
+    from unitmgr.lifecycle import addendum as lifecycle
 
     return lifecycle.run(
         repo,
@@ -256,7 +256,7 @@ def scope(
     dry_run: DryRun = False,
 ) -> dict[str, Any]:
     """What a unit changed against its base, what falls outside its --paths, who overlaps."""
-    from unitmgr import scope_check
+    from unitmgr.lifecycle import scope_check
 
     return scope_check.run(
         repo,
@@ -278,7 +278,7 @@ def verify(
     dry_run: DryRun = False,
 ) -> dict[str, Any]:
     """Run the unit's recorded --validation on its HEAD and record the result."""
-    from unitmgr import verify as lifecycle
+    from unitmgr.lifecycle import verify as lifecycle
 
     return lifecycle.run(
         repo, lifecycle.VerifyOptions(unit=unit, lock_timeout=lock_timeout, dry_run=dry_run)
@@ -299,7 +299,7 @@ def wait(
 ) -> dict[str, Any]:
     """Block until a unit gets a new receipt or changes lifecycle (no polling of git)."""
     _lock_free(lock_timeout)
-    from unitmgr import wait as waiting
+    from unitmgr.views import wait as waiting
 
     return waiting.run(
         repo, waiting.WaitOptions(units=list(unit or []), since=since, timeout_min=timeout_min)
@@ -321,8 +321,8 @@ def intake(
 ) -> dict[str, Any] | Rendered:
     """Free slots and the ready issues (with their dependencies) that may start."""
     _lock_free(lock_timeout)
-    from unitmgr import intake as reading
-    from unitmgr import table
+    from unitmgr.views import intake as reading
+    from unitmgr.views import table
 
     fmt = _format(output_format)
     document = reading.run(
@@ -344,7 +344,7 @@ def merge(
     dry_run: DryRun = False,
 ) -> dict[str, Any]:
     """Merge the unit's PR at --head, only when every gate of the merge hold passes."""
-    from unitmgr import merge as delivery
+    from unitmgr.lifecycle import merge as delivery
 
     return delivery.run(
         repo,
@@ -363,7 +363,7 @@ def watch(
 ) -> Rendered:
     """A live view of every unit for a person; what needs attention comes first (Ctrl-C ends)."""
     _lock_free(lock_timeout)
-    from unitmgr import watch as view
+    from unitmgr.views import watch as view
 
     return view.run(repo, interval=interval, once=once)
 

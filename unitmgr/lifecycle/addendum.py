@@ -27,11 +27,11 @@ from registry.errors import StateError, UsageError, marking_dry_run
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import validation
-from unitmgr.journal import Journal
-from unitmgr.manifest import block, digest, manifest_state, manifest_text
-from unitmgr.observe import describe, worktree_rows
-from unitmgr.pairing import receipt_path
+from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.manifest import block, digest, manifest_state, manifest_text
+from unitmgr.lifecycle.pairing import receipt_path
 from unitmgr.units import load, locked, turn_in_flight
+from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace
 
 

@@ -32,15 +32,15 @@ from registry.output import progress
 from registry.records import MAX_RECORD_BYTES, UnitRecord
 from registry.store import UnreadableRecord
 from unitmgr import git, validation
-from unitmgr.archive import archive_pair_state
-from unitmgr.capacity import merged_since_created
+from unitmgr.admission import merged_since_created
 from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
-from unitmgr.journal import Journal
-from unitmgr.observe import worktree_rows
+from unitmgr.lifecycle.archive import archive_pair_state
+from unitmgr.lifecycle.journal import Journal
 from unitmgr.ownership import Ownership, others_of
 from unitmgr.steps import DISMANTLE_STEPS
 from unitmgr.units import refuse_in_flight
+from unitmgr.views.observe import worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label, realpath
 
 

@@ -14,10 +14,10 @@ from typing import Any
 from registry.errors import StateError, ToolError
 from registry.records import UnitRecord
 from unitmgr import validation
-from unitmgr.addendum import notify
 from unitmgr.forge_github import open_forge
-from unitmgr.journal import Journal
-from unitmgr.observe import describe, worktree_rows
+from unitmgr.lifecycle.addendum import notify
+from unitmgr.lifecycle.journal import Journal
+from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace
 
 

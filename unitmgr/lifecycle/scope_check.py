@@ -20,8 +20,8 @@ from registry.output import progress
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, validation
-from unitmgr.observe import facts_by_unit, worktree_rows
 from unitmgr.units import base_ref_of, load, locked
+from unitmgr.views.observe import facts_by_unit, worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label
 
 

@@ -15,7 +15,7 @@ from pair.state import PairPaths
 from registry.errors import StateError
 from registry.output import progress
 from registry.records import PairRef, Staffing, UnitRecord
-from unitmgr.journal import Journal
+from unitmgr.lifecycle.journal import Journal
 
 
 def init_pair(

@@ -22,7 +22,7 @@ from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import parse_iso
 from unitmgr import validation
-from unitmgr.observe import receipt_summary
+from unitmgr.views.observe import receipt_summary
 from unitmgr.workspace import Workspace
 
 POLL_SECONDS = 0.25

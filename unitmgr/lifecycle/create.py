@@ -47,17 +47,17 @@ from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
 from registry.redact import redact
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_z, seconds_from_env
-from unitmgr import capacity, git, validation
-from unitmgr.archive import archive_pair_state
+from unitmgr import admission, git, validation
 from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
-from unitmgr.journal import Journal
-from unitmgr.manifest import ensure_manifest
-from unitmgr.observe import describe, worktree_rows
+from unitmgr.lifecycle.archive import archive_pair_state
+from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.manifest import ensure_manifest
+from unitmgr.lifecycle.pairing import init_pair, report_first_turn, send_or_adopt, verify_pair
 from unitmgr.ownership import Ownership, others_of
-from unitmgr.pairing import init_pair, report_first_turn, send_or_adopt, verify_pair
 from unitmgr.scope import overlapping_pairs
 from unitmgr.steps import CREATE_LIFECYCLE_AFTER, CREATE_PHASES, CREATE_STEPS
+from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label, is_inside, realpath
 
 PR_BODY_PATTERN = "/PR_BODY.md"
@@ -291,17 +291,17 @@ def admit(
     pulls: dict[str, list[PullRequest]] | None,
 ) -> dict[str, Any]:
     """The capacity, or the `admission-paused` refusal when no slot is free."""
-    admission = capacity.compute(
+    capacity = admission.compute(
         entries, max_active=request.max_active, max_held=request.max_held, pulls=pulls
     )
-    if admission["slots"] <= 0:
+    if capacity["slots"] <= 0:
         raise StateError(
             "admission-paused",
             "admission paused: active or human-review limit reached",
-            detail=admission,
+            detail=capacity,
             next_step="wait for a unit to be merged or dismantled",
         )
-    return admission
+    return capacity
 
 
 def check_conflicts(workspace: Workspace, request: Request, records: list[UnitRecord]) -> None:
@@ -446,7 +446,7 @@ def _run(repo: str, options: CreateOptions) -> dict[str, Any]:
     # registry before any fetch or lock. The decision that counts is taken again under the
     # registry lock (Phase B) from a fresh read of every record.
     entries = workspace.registry.scan()
-    pulls = capacity.live_pr_state(open_forge(workspace), capacity.refuse_unreadable(entries))
+    pulls = admission.live_pr_state(open_forge(workspace), admission.refuse_unreadable(entries))
     admit(entries, request, pulls)
     base = resolve_base(workspace, request, deadline)
     if git.has_remote(workspace.toplevel) and git.remote_branch_head(
@@ -478,15 +478,15 @@ def dry_run(workspace: Workspace, request: Request, existing: UnitRecord | None)
         return {"ok": True, "dry_run": True, "status": "resume", "plan": plan}
     base = resolve_base(workspace, request, Deadline(0))
     entries = workspace.registry.scan()
-    pulls = capacity.live_pr_state(open_forge(workspace), capacity.refuse_unreadable(entries))
-    admission = admit(entries, request, pulls)
+    pulls = admission.live_pr_state(open_forge(workspace), admission.refuse_unreadable(entries))
+    capacity = admit(entries, request, pulls)
     check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
     if git.has_remote(workspace.toplevel) and git.remote_branch_head(
         request.branch, cwd=workspace.toplevel
     ):
         raise StateError("branch-exists", f"branch {request.branch} already exists at origin")
     details: dict[str, Any] = {
-        "reserve": {"capacity": admission},
+        "reserve": {"capacity": capacity},
         "worktree": {"path": str(request.worktree), "base_ref": base.ref, "base_sha": base.sha},
         "setup": {"command": request.setup} if request.setup else {"skipped": "no --setup"},
         "pair-init": {"partner": request.partner, "model": request.model, "effort": request.effort},
@@ -554,10 +554,10 @@ class Builder:
         for directory in (registry.units_dir, registry.tasks_dir, registry.root):
             sweep_temp_files(directory)  # what writers killed mid-write left (old enough)
         entries = registry.scan()
-        admission = admit(entries, request, pulls)
+        capacity = admit(entries, request, pulls)
         check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
         builder = cls(workspace, new_record(workspace, request, base), deadline)
-        builder.journal.write("reserve", "started", {"capacity": admission})
+        builder.journal.write("reserve", "started", {"capacity": capacity})
         builder.journal.write("reserve", "done")
         return builder
 

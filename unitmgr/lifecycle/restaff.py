@@ -24,12 +24,12 @@ from registry.errors import RetryableError, StateError, ToolError, marking_dry_r
 from registry.records import Staffing, UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, validation
-from unitmgr.journal import Journal
-from unitmgr.observe import describe, worktree_rows
+from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.ownership import Ownership, others_of
-from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.steps import RESTAFF_STEPS
 from unitmgr.units import base_ref_of, load, locked, pair_state, refuse_in_flight
+from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label
 
 PHASE_AFTER = {
