@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pair import api as pair_api
-from registry.errors import StateError, marking_dry_run
+from registry.errors import StateError
 from registry.records import UnitRecord
 from unitmgr import validation
+from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.units import load, locked, pair_state, turn_in_flight
 from unitmgr.workspace import Workspace
 
@@ -29,12 +30,8 @@ class CancelOptions:
     dry_run: bool = False
 
 
+@dry_run_aware
 def run(repo: str, options: CancelOptions) -> dict[str, Any]:
-    with marking_dry_run(options.dry_run):
-        return _run(repo, options)
-
-
-def _run(repo: str, options: CancelOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     seconds = validation.lock_timeout(options.lock_timeout)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +32,6 @@ from registry.errors import (
     StateError,
     ToolError,
     UsageError,
-    marking_dry_run,
 )
 from registry.locks import Deadline
 from registry.output import progress
@@ -54,6 +53,7 @@ from unitmgr.lifecycle.archive import archive_pair_state
 from unitmgr.lifecycle.journal import Journal
 from unitmgr.lifecycle.manifest import ensure_manifest
 from unitmgr.lifecycle.pairing import init_pair, report_first_turn, send_or_adopt, verify_pair
+from unitmgr.lifecycle.runner import Handler, Step, StepRunner, dry_run_aware
 from unitmgr.ownership import Ownership, others_of
 from unitmgr.scope import overlapping_pairs
 from unitmgr.steps import CREATE_LIFECYCLE_AFTER, CREATE_PHASES, CREATE_STEPS
@@ -425,12 +425,8 @@ def _redacted(value: Any) -> Any:
 # -- the command --------------------------------------------------------------------------------
 
 
+@dry_run_aware
 def run(repo: str, options: CreateOptions) -> dict[str, Any]:
-    with marking_dry_run(options.dry_run):
-        return _run(repo, options)
-
-
-def _run(repo: str, options: CreateOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     existing = workspace.read_record(unit_id)
@@ -596,42 +592,26 @@ class Builder:
             ensure_manifest(record)
         if not self.journal.is_done("reserve"):
             self.journal.write("reserve", "done", {"resumed": True})
-        handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+        steps: dict[str, Handler | Step] = {
             "manifest": self._manifest,
             "worktree": self._worktree,
             "pr-body-exclude": self._pr_body_exclude,
-            "setup": self._setup,
+            "setup": self._setup if record.setup else Step(skip="no --setup"),
             "pair-init": self._pair_init,
             "pair-verify": self._pair_verify,
             "first-task": self._first_task,
+            "working": self._working,
         }
-        failed_step = None
-        try:
-            for step in CREATE_STEPS[1:-1]:
-                if self.journal.is_done(step):
-                    continue
-                failed_step = step
-                if step == "setup" and not record.setup:
-                    record.lifecycle = CREATE_LIFECYCLE_AFTER[step]
-                    self.journal.skip(step, "no --setup")
-                    continue
-                self._kill_journaled_child(step)
-                with self.journal.step(step) as outcome:
-                    handlers[step](outcome)
-                    record.lifecycle = CREATE_LIFECYCLE_AFTER[step]
-            failed_step = "working"
-            if not self.journal.is_done("working"):
-                with self.journal.step("working"):
-                    record.lifecycle = "working"
-                    record.error = None
-            self.journal.clear()
-            record.error = None
-            self.registry.write(record)
-        except ToolError as error:
-            return self._fail(error, new=new, resumed_from=resumed_from, step=failed_step)
-        except Exception as error:
-            wrapped = StateError("step-failed", f"{failed_step} failed: {error}")
-            return self._fail(wrapped, new=new, resumed_from=resumed_from, step=failed_step)
+
+        def failed(error: ToolError, step: str | None) -> ToolError:
+            return self._fail(error, new=new, resumed_from=resumed_from, step=step)
+
+        StepRunner(self.journal).run(
+            steps, on_failure=failed, before=self._kill_journaled_child, after=self._reached
+        )
+        self.journal.clear()
+        record.error = None
+        self.registry.write(record)
         document: dict[str, Any] = {
             "ok": True,
             "status": "created" if new else "resumed",
@@ -643,6 +623,12 @@ class Builder:
         return document
 
     # -- steps ---------------------------------------------------------------------------------
+
+    def _reached(self, step: str) -> None:
+        self.record.lifecycle = CREATE_LIFECYCLE_AFTER[step]
+
+    def _working(self, outcome: dict[str, Any]) -> None:
+        self.record.error = None
 
     def _manifest(self, outcome: dict[str, Any]) -> None:
         record = self.record
@@ -803,7 +789,9 @@ class Builder:
 
     def _fail(
         self, error: ToolError, *, new: bool, resumed_from: str | None, step: str | None
-    ) -> dict[str, Any]:
+    ) -> ToolError:
+        """The error a failed step ends the create with: a new create rolls back what it made;
+        a resumed one, or one that only has to wait, keeps its journal for the repeat."""
         record = self.record
         record_file = str(self.registry.record_path(record.unit_id))
         retryable = isinstance(error, RetryableError)
@@ -813,7 +801,7 @@ class Builder:
             record.error = error.reason
             self.registry.write(record)
             failure = RetryableError if retryable else StateError
-            raise failure(
+            return failure(
                 error.code,
                 error.reason,
                 detail={
@@ -830,7 +818,7 @@ class Builder:
         reason = error.reason
         if archive and step in PAIR_STEPS:
             reason += f" — the pair's transcripts are archived at {archive}"
-        raise StateError(
+        return StateError(
             error.code,
             reason + ("" if recovered else " (rollback incomplete)"),
             detail={

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from registry.errors import StateError, marking_dry_run
+from registry.errors import StateError
 from registry.output import progress
 from registry.processes import ChildTimeout, ProcessIdentity, is_alive, kill_tree, run_streamed
 from registry.records import UnitRecord
 from registry.timeutil import iso_z, seconds_from_env
 from unitmgr import git, validation
+from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.units import load, locked, refuse_in_flight
 from unitmgr.workspace import Workspace
 
@@ -34,11 +35,6 @@ class VerifyOptions:
     unit: str
     lock_timeout: str = "30"
     dry_run: bool = False
-
-
-def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
-    with marking_dry_run(options.dry_run):
-        return _run(repo, options)
 
 
 def _preconditions(record: UnitRecord) -> str:
@@ -62,7 +58,8 @@ def _preconditions(record: UnitRecord) -> str:
     return head
 
 
-def _run(repo: str, options: VerifyOptions) -> dict[str, Any]:
+@dry_run_aware
+def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     seconds = validation.lock_timeout(options.lock_timeout)
