@@ -17,7 +17,6 @@ appended or sent twice.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +30,10 @@ from unitmgr.lifecycle.journal import Journal
 from unitmgr.lifecycle.manifest import block, digest, manifest_state, manifest_text
 from unitmgr.lifecycle.pairing import receipt_path
 from unitmgr.lifecycle.runner import Step, StepRunner, dry_run_aware
+from unitmgr.options import AddendumOptions
 from unitmgr.units import load, locked, turn_in_flight
 from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace
-
-
-@dataclass(frozen=True)
-class AddendumOptions:
-    unit: str
-    text: str | None = None
-    file: str | None = None
-    queue: bool = False
-    restore_manifest: bool = False
-    lock_timeout: str = "30"
-    dry_run: bool = False
 
 
 def _text(options: AddendumOptions) -> str:

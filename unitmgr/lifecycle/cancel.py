@@ -10,7 +10,6 @@ record.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pair import api as pair_api
@@ -18,16 +17,9 @@ from registry.errors import StateError
 from registry.records import UnitRecord
 from unitmgr import validation
 from unitmgr.lifecycle.runner import dry_run_aware
+from unitmgr.options import CancelOptions
 from unitmgr.units import load, locked, pair_state, turn_in_flight
 from unitmgr.workspace import Workspace
-
-
-@dataclass(frozen=True)
-class CancelOptions:
-    unit: str
-    reason: str | None = None
-    lock_timeout: str = "30"
-    dry_run: bool = False
 
 
 @dry_run_aware

@@ -18,7 +18,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ from unitmgr.lifecycle.journal import Journal
 from unitmgr.lifecycle.manifest import ensure_manifest
 from unitmgr.lifecycle.pairing import init_pair, report_first_turn, send_or_adopt, verify_pair
 from unitmgr.lifecycle.runner import Handler, Step, StepRunner, dry_run_aware
+from unitmgr.options import CreateOptions
 from unitmgr.ownership import Ownership, others_of
 from unitmgr.scope import overlapping_pairs
 from unitmgr.steps import CREATE_LIFECYCLE_AFTER, CREATE_PHASES, CREATE_STEPS
@@ -62,33 +63,6 @@ from unitmgr.workspace import Workspace, dismantle_label, is_inside, realpath
 
 PR_BODY_PATTERN = "/PR_BODY.md"
 PAIR_STEPS = ("pair-init", "pair-verify", "first-task")
-
-
-@dataclass(frozen=True)
-class CreateOptions:
-    """`unit create`'s options as given on the command line (validated by `run`)."""
-
-    unit: str
-    worktree: str | None = None
-    branch: str | None = None
-    base: str | None = None
-    scope: str | None = None
-    validation: str | None = None
-    lead: str | None = None
-    partner: str | None = None
-    reason: str | None = None
-    task_file: str | None = None
-    paths: list[str] = field(default_factory=list)
-    model: str | None = None
-    effort: str | None = None
-    identity: str | None = None
-    issue: str | None = None
-    setup: str | None = None
-    max_active: str = "2"
-    max_held: str = "2"
-    allow_overlap: bool = False
-    lock_timeout: str = "30"
-    dry_run: bool = False
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,19 +37,12 @@ from unitmgr.forge_github import open_forge
 from unitmgr.lifecycle.archive import archive_pair_state
 from unitmgr.lifecycle.journal import Journal
 from unitmgr.lifecycle.runner import Handler, Step, StepRunner, dry_run_aware
+from unitmgr.options import DismantleOptions
 from unitmgr.ownership import Ownership, others_of
 from unitmgr.steps import DISMANTLE_STEPS
 from unitmgr.units import refuse_in_flight
 from unitmgr.views.observe import worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label, realpath
-
-
-@dataclass(frozen=True)
-class DismantleOptions:
-    unit: str
-    force: str | None = None
-    lock_timeout: str = "30"
-    dry_run: bool = False
 
 
 @dry_run_aware

@@ -22,7 +22,6 @@ that, after the worktree is gone).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from registry.errors import StateError, UsageError
@@ -32,6 +31,7 @@ from unitmgr import validation
 from unitmgr.forge import NOT_CONFIGURED, Check, Forge, PullRequest, RequiredChecks, Review
 from unitmgr.forge_github import GitHubRefused, open_forge
 from unitmgr.lifecycle.runner import dry_run_aware
+from unitmgr.options import MergeOptions
 from unitmgr.units import load, locked
 from unitmgr.workspace import Workspace
 
@@ -47,15 +47,6 @@ GATES = (
     "verification",
 )
 PASSING_CHECK_RUN = ("success", "neutral", "skipped")
-
-
-@dataclass(frozen=True)
-class MergeOptions:
-    unit: str
-    head: str | None = None
-    method: str = "merge"
-    lock_timeout: str = "30"
-    dry_run: bool = False
 
 
 @dry_run_aware

@@ -12,7 +12,6 @@ different target is refused naming the field.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from unitmgr import git, validation
 from unitmgr.lifecycle.journal import Journal
 from unitmgr.lifecycle.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.lifecycle.runner import StepRunner, dry_run_aware
+from unitmgr.options import RestaffOptions
 from unitmgr.ownership import Ownership, others_of
 from unitmgr.units import base_ref_of, load, locked, pair_state, refuse_in_flight
 from unitmgr.views.observe import describe, worktree_rows
@@ -39,19 +39,6 @@ PHASE_AFTER = {
     "send-checkpoint": "starting-target",
 }
 TARGET_FIELDS = ("identity", "lead", "partner", "model", "effort", "reason")
-
-
-@dataclass(frozen=True)
-class RestaffOptions:
-    unit: str
-    lead: str | None = None
-    partner: str | None = None
-    reason: str | None = None
-    model: str | None = None
-    effort: str | None = None
-    identity: str | None = None
-    lock_timeout: str = "30"
-    dry_run: bool = False
 
 
 def _target(options: RestaffOptions) -> dict[str, Any]:

@@ -10,7 +10,6 @@ approved_at, files}` under the unit lock, refusing a dirty worktree and out-of-s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +20,10 @@ from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, validation
 from unitmgr.lifecycle.runner import dry_run_aware
+from unitmgr.options import ScopeOptions
 from unitmgr.units import base_ref_of, load, locked
 from unitmgr.views.observe import facts_by_unit, worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label
-
-
-@dataclass(frozen=True)
-class ScopeOptions:
-    unit: str
-    approve: bool = False
-    allow_outside: bool = False
-    lock_timeout: str = "30"
-    dry_run: bool = False
 
 
 @dry_run_aware

@@ -13,7 +13,6 @@ so a verify killed with the lead is stopped by the next one (SPEC 8).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +23,11 @@ from registry.records import UnitRecord
 from registry.timeutil import iso_z, seconds_from_env
 from unitmgr import git, validation
 from unitmgr.lifecycle.runner import dry_run_aware
+from unitmgr.options import VerifyOptions
 from unitmgr.units import load, locked, refuse_in_flight
 from unitmgr.workspace import Workspace
 
 TAIL_CHARACTERS = 4000
-
-
-@dataclass(frozen=True)
-class VerifyOptions:
-    unit: str
-    lock_timeout: str = "30"
-    dry_run: bool = False
 
 
 def _preconditions(record: UnitRecord) -> str:

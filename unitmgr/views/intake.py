@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from registry.errors import StateError
 from unitmgr import admission, validation
 from unitmgr.forge import NOT_CONFIGURED, Dependency, Forge, Issue
 from unitmgr.forge_github import GitHubRefused, open_forge
+from unitmgr.options import IntakeOptions
 from unitmgr.workspace import Workspace
 
 _REFERENCE = r"(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#\d+"
@@ -32,15 +32,6 @@ _TASK = re.compile(rf"(?m)^\s*[-*]\s+\[[ xX]\]\s+({_REFERENCE})\b")
 _PARTS = re.compile(r"(?:([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(\d+)")
 
 Key = tuple[str, int]  # (owner/name, number)
-
-
-@dataclass(frozen=True)
-class IntakeOptions:
-    label: str | None = None
-    milestone: str | None = None
-    max_active: str = "2"
-    max_held: str = "2"
-    limit: str = "30"
 
 
 def referenced_dependencies(body: str, repository: str) -> list[Key]:

@@ -18,9 +18,8 @@ from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_z
 from unitmgr import git
-from unitmgr.lifecycle.pairing import first_turn_resend
 from unitmgr.steps import CREATE_PHASES
-from unitmgr.units import base_ref_of, pair_state
+from unitmgr.units import base_ref_of, first_turn_resend, pair_state
 from unitmgr.views.worktree_scan import WorktreeFacts, WorktreeJob, WorktreeScanner
 from unitmgr.workspace import Workspace, realpath
 

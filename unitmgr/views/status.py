@@ -1,27 +1,28 @@
-"""`unit status --unit ID`: the record with what is observed, and its reconciled pair head.
+"""`unit status --unit ID`, its read: the record with what is observed, and what is out of date.
 
-The read never waits for a lock. Reconciling the recorded pair head (`latest_seq`,
-`latest_receipt_file`) with what the pair reports is a write-back under a unit lock tried once:
-when another command holds the unit, the write is skipped and the output says
-`write_back: "skipped: busy"`; a queued notice that cannot be sent says `"failed: <code>: …"`
-and stays queued.
+The read never waits for a lock and writes nothing. What it finds out of date — the recorded pair
+head (`latest_seq`, `latest_receipt_file`) behind what the pair reports, or a queued addendum
+notice that may go out now — is written back by unitmgr/lifecycle/status_write_back.py, which
+the status command calls; a view never writes and never sends a turn.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from registry.errors import StateError, ToolError
+from registry.errors import StateError
 from registry.records import UnitRecord
-from unitmgr import validation
+from unitmgr import git, validation
 from unitmgr.forge_github import open_forge
-from unitmgr.lifecycle.addendum import notify
-from unitmgr.lifecycle.journal import Journal
 from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace
 
+if TYPE_CHECKING:
+    from unitmgr.forge import Forge
 
-def _reconcile(record: UnitRecord, pair: dict[str, Any]) -> dict[str, Any]:
+
+def reconcile(record: UnitRecord, pair: dict[str, Any]) -> dict[str, Any]:
     """The pair fields to update, or {} when the record already agrees with the pair."""
     if record.lifecycle != "working" or record.pair is None or not pair.get("ok"):
         return {}
@@ -39,7 +40,50 @@ def _reconcile(record: UnitRecord, pair: dict[str, Any]) -> dict[str, Any]:
     return changes
 
 
-def status_unit(repo: str, unit: str) -> dict[str, Any]:
+@dataclass
+class UnitStatus:
+    """One unit as read, and what a write-back would change."""
+
+    workspace: Workspace
+    record: UnitRecord
+    rows: dict[str, git.WorktreeRow]
+    forge: Forge | None
+    view: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def pair(self) -> dict[str, Any]:
+        pair: dict[str, Any] = self.view["observed"]["pair"]
+        return pair
+
+    @property
+    def notice_due(self) -> bool:
+        """A queued notice may go out: the unit works and no turn is in flight."""
+        record, pair = self.record, self.pair
+        due = bool(record.pending_notice) and record.lifecycle == "working"
+        due = due and not (pair.get("ok") and (pair.get("in_flight") or {}).get("alive"))
+        # An addendum cut off mid-way owns the notice: its recovery command finishes both.
+        return due and not any(e.get("command") == "addendum" for e in record.journal)
+
+    @property
+    def stale(self) -> bool:
+        return bool(reconcile(self.record, self.pair)) or self.notice_due
+
+    def redescribe(self, record: UnitRecord) -> None:
+        self.view = describe(record, self.rows, self.forge)
+
+    def document(self, write_back: str | None, notice_seq: int | None) -> dict[str, Any]:
+        document: dict[str, Any] = {"ok": True}
+        if notice_seq is not None:
+            document["notice_seq"] = notice_seq
+        document["write_back"] = write_back
+        if self.warnings:
+            document["warnings"] = self.warnings
+        document["unit"] = self.view
+        return document
+
+
+def read_unit(repo: str, unit: str) -> UnitStatus:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(unit)
     record = workspace.read_record(unit_id)
@@ -47,49 +91,10 @@ def status_unit(repo: str, unit: str) -> dict[str, Any]:
         raise StateError("no-such-unit", f"unit {unit_id} is not recorded")
     rows = worktree_rows(workspace)
     forge = open_forge(workspace)
-    view = describe(record, rows, forge)
-    pair = view["observed"]["pair"]
-    document: dict[str, Any] = {"ok": True}
-    warnings = []
+    status = UnitStatus(workspace, record, rows, forge, describe(record, rows, forge))
+    pair = status.pair
     if record.pair is not None and pair.get("ok") and pair.get("sid") != record.pair.sid:
-        warnings.append(
+        status.warnings.append(
             f"the pair reports sid {pair.get('sid')}, the record {record.pair.sid}: not reconciled"
         )
-    changes = _reconcile(record, pair)
-    notice_due = bool(record.pending_notice) and record.lifecycle == "working"
-    notice_due = notice_due and not (pair.get("ok") and (pair.get("in_flight") or {}).get("alive"))
-    # An addendum cut off mid-way owns the notice: its recovery command finishes both.
-    notice_due = notice_due and not any(e.get("command") == "addendum" for e in record.journal)
-    write_back = None
-    if changes or notice_due:
-        lock = workspace.registry.unit_lock(unit_id, command=f"unit status --unit {unit_id}")
-        if lock.try_acquire():
-            try:
-                fresh = workspace.read_record(unit_id)
-                if fresh is not None and fresh.pair is not None:
-                    for key, value in _reconcile(fresh, pair).items():
-                        setattr(fresh.pair, key, value)
-                    write_back = "written"
-                    if notice_due and fresh.pending_notice:
-                        # A queued addendum notice goes out now that no turn is in flight.
-                        journal = Journal(workspace.registry, fresh, "addendum")
-                        try:
-                            _, seq = notify(fresh, journal)
-                        except ToolError as error:
-                            # The read still answers; the notice stays pending for next time.
-                            write_back = f"failed: {error.code}: {error.reason}"
-                            seq = None
-                        journal.clear()
-                        if seq is not None:
-                            document["notice_seq"] = seq
-                    workspace.registry.write(fresh)
-                    view = describe(fresh, rows, forge)
-            finally:
-                lock.release()
-        else:
-            write_back = "skipped: busy"
-    document["write_back"] = write_back
-    if warnings:
-        document["warnings"] = warnings
-    document["unit"] = view
-    return document
+    return status
