@@ -1,4 +1,5 @@
-"""Admission capacity (SPEC 3.2, 3.3): how many more units may start.
+"""Admission (SPEC 3.2, 3.3), shared by `unit create` and `unit intake`: how many more units may
+start, the base a new unit starts from, and the conflicts that refuse it.
 
 Per unit, from its record and its branch's live PR state: an open draft PR or no PR is
 `active`; an open ready PR is `held` (awaiting human review); a merged PR is `merged`; any
@@ -9,17 +10,29 @@ counts `active` and `pr_state` is "not-configured".
 
 Admission pauses (exit 1) on an unreadable record or two open PRs for one branch, and (exit 75)
 when live PR state cannot be read within the retry bound.
+
+`resolve_base` fetches the base under `locks/fetch.lock` (falling back to the local branch);
+`check_conflicts` runs under the registry lock, from a fresh read of every record, so two creates
+racing for one branch, worktree, issue or overlapping `--paths` cannot both pass.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 from registry.errors import RetryableError, StateError
+from registry.locks import Deadline
+from registry.output import progress
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from registry.timeutil import parse_iso
+from unitmgr import git
 from unitmgr.forge import Forge, PullRequest
+from unitmgr.scope import overlapping_pairs
+from unitmgr.workspace import Workspace, is_inside, real_target, realpath
 
 
 def refuse_unreadable(entries: list[UnitRecord | UnreadableRecord]) -> list[UnitRecord]:
@@ -123,3 +136,116 @@ def compute(
         "pr_state": "not-configured" if pulls is None else "live",
         "units": units,
     }
+
+
+class Candidate(Protocol):
+    """What admission needs to know about a unit asked for (create's validated request)."""
+
+    @property
+    def unit_id(self) -> str: ...
+    @property
+    def worktree(self) -> Path: ...
+    @property
+    def branch(self) -> str: ...
+    @property
+    def base(self) -> str: ...
+    @property
+    def issue(self) -> int | None: ...
+    @property
+    def paths(self) -> list[str]: ...
+    @property
+    def max_active(self) -> int: ...
+    @property
+    def max_held(self) -> int: ...
+    @property
+    def allow_overlap(self) -> bool: ...
+    @property
+    def dry_run(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Base:
+    ref: str
+    sha: str
+    source: str  # "origin" | "local"
+
+
+def resolve_base(workspace: Workspace, request: Candidate, deadline: Deadline) -> Base:
+    cwd = workspace.toplevel
+    remote_ref = f"refs/remotes/origin/{request.base}"
+    local_ref = f"refs/heads/{request.base}"
+    if git.has_remote(cwd):
+        if request.dry_run:
+            remote_sha = git.remote_branch_head(request.base, cwd=cwd)
+            if remote_sha:
+                return Base(remote_ref, remote_sha, "origin")
+        else:
+            progress(f"unit create {request.unit_id}: fetching origin {request.base}")
+            lock = workspace.registry.fetch_lock(command=f"unit create --unit {request.unit_id}")
+            with lock.hold(deadline):
+                fetched = git.fetch_base(request.base, cwd=cwd)
+            if fetched == "fetched":
+                sha = git.resolve_commit(remote_ref, cwd=cwd)
+                if sha:
+                    return Base(remote_ref, sha, "origin")
+    sha = git.resolve_commit(local_ref, cwd=cwd)
+    if sha:
+        return Base(local_ref, sha, "local")
+    raise StateError(
+        "base-missing", f"unit base {request.base} does not exist at origin or locally"
+    )
+
+
+def admit(
+    entries: list[UnitRecord | UnreadableRecord],
+    request: Candidate,
+    pulls: dict[str, list[PullRequest]] | None,
+) -> dict[str, Any]:
+    """The capacity, or the `admission-paused` refusal when no slot is free."""
+    capacity = compute(
+        entries, max_active=request.max_active, max_held=request.max_held, pulls=pulls
+    )
+    if capacity["slots"] <= 0:
+        raise StateError(
+            "admission-paused",
+            "admission paused: active or human-review limit reached",
+            detail=capacity,
+            next_step="wait for a unit to be merged or dismantled",
+        )
+    return capacity
+
+
+def check_conflicts(workspace: Workspace, request: Candidate, records: list[UnitRecord]) -> None:
+    target = real_target(request.worktree)
+    for other in records:
+        reason = None
+        if other.branch == request.branch:
+            reason = f"same branch {request.branch}"
+        elif realpath(other.worktree) == target:
+            reason = f"same worktree {request.worktree}"
+        elif is_inside(target, realpath(other.worktree)) or is_inside(
+            realpath(other.worktree), target
+        ):
+            # Checked again here, under the registry lock: two creates racing with `/w/a` and
+            # `/w/a/b` both passed the lock-free check before either worktree existed.
+            reason = f"worktree {request.worktree} nests with {other.worktree}"
+        elif request.issue is not None and other.issue == request.issue:
+            reason = f"same issue #{request.issue}"
+        elif not request.allow_overlap and other.paths and request.paths:
+            shared = overlapping_pairs(request.paths, other.paths)
+            if shared:
+                reason = "overlapping --paths " + ", ".join(f"{a} ~ {b}" for a, b in shared)
+        if reason:
+            raise StateError(
+                "conflict",
+                f"unit {request.unit_id} conflicts with recorded unit {other.unit_id}: {reason}",
+                detail={"unit": other.unit_id, "why": reason},
+                next_step="pick another branch, worktree or issue"
+                + (", or pass --allow-overlap" if "paths" in reason else ""),
+            )
+    cwd = workspace.toplevel
+    for ref in (f"refs/heads/{request.branch}", f"refs/remotes/origin/{request.branch}"):
+        if git.ref_exists(ref, cwd=cwd):
+            raise StateError("branch-exists", f"branch {request.branch} already exists at {ref}")
+    if os.path.lexists(request.worktree):
+        raise StateError("worktree-exists", f"worktree path already exists: {request.worktree}")
