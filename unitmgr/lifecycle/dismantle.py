@@ -14,6 +14,9 @@ origin moved since, the step is skipped and the branch stays.
 An unreadable (or too new) record is never rewritten: `--force` then works from what can be
 salvaged from it, touches a worktree or branch only when git confirms they belong together, and
 deletes the record file last.
+
+Over ~400 lines because its eight steps, the merged-PR proof and the salvage of an unreadable
+record are one command's handlers; the mechanism they share is unitmgr/lifecycle/runner.py.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ three git calls per present worktree (usually one; unitmgr/views/worktree_scan.p
 concurrently and, for `unit watch`, skips unchanged worktrees), and pair state read in-process
 through `pair.api.read_status`, which only stats transcripts — so its cost grows with units, not
 with transcript size.
+
+Over ~400 lines because `list` and `status --all` describe a unit from the same observations
+(worktree, pair, overlaps, recovery); the rendering is unitmgr/views/table.py.
 """
 
 from __future__ import annotations
