@@ -11,6 +11,7 @@ the exit code. The class decides the exit code:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -66,6 +67,45 @@ class ToolError(Exception):
             document["retryable"] = True
         document.update(self.fields)
         return document
+
+
+class _InterruptHold:
+    """SIGINT/SIGTERM held back while a child is being started (see `hold_interrupts`)."""
+
+    depth = 0
+    pending: int | None = None
+
+
+def raise_interrupted(signum: int, _frame: object) -> None:
+    """The SIGINT/SIGTERM handler `registry.cli_runner` installs: raise `Interrupted`, unless a
+    child is being started, in which case the signal is held until `release_interrupts()`."""
+    if _InterruptHold.depth:
+        _InterruptHold.pending = signum
+        return
+    raise Interrupted(signum)
+
+
+def hold_interrupts() -> None:
+    """Hold SIGINT/SIGTERM until `release_interrupts()`.
+
+    Starting a child and entering the `try` that kills it are two steps; a signal landing between
+    them (inside `Popen` itself, or just after) would leave the child running with nobody to kill
+    it. The caller holds interrupts across `Popen` and releases them as the first statement of
+    that `try`, where a held signal is raised and the child is killed with its group. Only the
+    main thread holds: signal handlers run there, and a worker thread must never receive them.
+    """
+    if threading.current_thread() is threading.main_thread():
+        _InterruptHold.depth += 1
+
+
+def release_interrupts() -> None:
+    """End a `hold_interrupts()`; raise the signal that arrived meanwhile, if any."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    _InterruptHold.depth = max(0, _InterruptHold.depth - 1)
+    if _InterruptHold.depth == 0 and _InterruptHold.pending is not None:
+        signum, _InterruptHold.pending = _InterruptHold.pending, None
+        raise Interrupted(signum)
 
 
 class UsageError(ToolError):

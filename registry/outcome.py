@@ -17,12 +17,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from registry import crashlog
-from registry.errors import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Interrupted, ToolError
+from registry.errors import (
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    Interrupted,
+    ToolError,
+    raise_interrupted,
+)
 from registry.output import Rendered, emit, write_text
-
-
-def _raise_interrupted(signum: int, _frame: object) -> None:
-    raise Interrupted(signum)
 
 
 @contextmanager
@@ -35,7 +38,7 @@ def interruptible() -> Iterator[None]:
         yield  # only the main thread may set handlers (an in-process caller's worker)
         return
     previous = {
-        signum: signal.signal(signum, _raise_interrupted)
+        signum: signal.signal(signum, raise_interrupted)
         for signum in (signal.SIGINT, signal.SIGTERM)
     }
     try:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from registry.errors import hold_interrupts, release_interrupts
 from registry.redact import StreamRedactor
 
 CREATE_TIME_TOLERANCE = 1.0
@@ -283,15 +284,20 @@ def run_streamed(
     and `ChildTimeout` carries the output tail.
     """
     started = time.monotonic()
-    process = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env=dict(env) if env is not None else child_environment(),
-    )
+    hold_interrupts()
+    try:
+        process = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=dict(env) if env is not None else child_environment(),
+        )
+    except BaseException:
+        release_interrupts()
+        raise
     # Until the real identity is known, the one a kill needs: the child is not reaped before
     # `wait()` here, so its pid and group cannot belong to anyone else meanwhile.
     identity = ProcessIdentity(
@@ -310,8 +316,9 @@ def run_streamed(
             sink.flush()
 
     try:
-        # Inside the `try`: an interrupt (SPEC 3.0) that lands while the identity is being read
-        # must still kill the child.
+        # Inside the `try`: an interrupt (SPEC 3.0) that landed while the child was starting, or
+        # lands while its identity is read, must still kill the child.
+        release_interrupts()
         identity = ProcessIdentity(
             pid=process.pid,
             create_time=_create_time_or_now(process.pid),

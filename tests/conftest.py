@@ -59,6 +59,17 @@ def _files_holding(root: Path, secrets: tuple[str, ...]) -> list[str]:
     return found
 
 
+def slow_last(items: list[Any]) -> None:
+    """Put `@pytest.mark.slow` tests after the others, each group in collection order."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Every xdist worker sorts the same way, and `-n 2` hands tests out in this order: the quick
+    # ones report first, the long ones share the end.
+    slow_last(items)
+
+
 @pytest.fixture(autouse=True)
 def planted_tokens(tmp_path: Path, isolated_environment: Path) -> Any:
     """Every test runs with GitHub tokens in its environment; none may ever be written or printed

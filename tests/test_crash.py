@@ -105,6 +105,7 @@ def assert_final(sandbox: Sandbox, command: str, result) -> None:
     assert_nothing_left(sandbox, "u1")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "step", "status"), CRASH_POINTS, ids=[":".join(point) for point in CRASH_POINTS]
 )

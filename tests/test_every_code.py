@@ -430,7 +430,7 @@ def _dirty(e: Env) -> Result:
 
 @case("outside-scope")
 def _outside(e: Env) -> Result:
-    commit = "cat > /dev/null; echo hi > OUT.md; git add OUT.md; git commit -qm out"
+    commit = "cat > /dev/null; echo hi > OUT.md; git add OUT.md; git commit -qm out; echo done"
     e.working(model=commit, paths="src/**")
     return e.unit("scope", "--unit", "u1", "--approve")
 
@@ -455,13 +455,13 @@ def _no_head(e: Env) -> Result:
 
 @case("validation-failed")
 def _validation_failed(e: Env) -> Result:
-    e.working(validation="false", model="cat > /dev/null")
+    e.working(validation="false", model="cat > /dev/null; echo done")
     return e.unit("verify", "--unit", "u1")
 
 
 @case("head-moved")
 def _head_moved(e: Env) -> Result:
-    e.working(validation="git commit -q --allow-empty -m moved", model="cat > /dev/null")
+    e.working(validation="git commit -q --allow-empty -m moved", model="cat > /dev/null; echo ok")
     return e.unit("verify", "--unit", "u1")
 
 
@@ -574,6 +574,93 @@ def _interrupted(e: Env) -> Result:
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     return Result(process.returncode, json.loads(stdout), stdout, stderr)
+
+
+# -- turns (receipts and the turn refusals) -------------------------------------------------------
+
+
+def script_pair(e: Env, model: str) -> None:
+    init = e.pair("init", "--partner", "script", "--model", model, "--role", "executor")
+    assert init.code == 0, init.stdout
+
+
+def send(e: Env, *extra: str, **environment: str) -> Result:
+    return e.pair("send", "--kind", "task", "--body-file", e.file("b.md", "x\n"), *extra,
+                  **environment)  # fmt: skip
+
+
+def background(e: Env, started: Path) -> Result:
+    """A writable script turn that runs until cancelled, once its partner has started."""
+    script_pair(e, f"cat > /dev/null; touch {started}; sleep 60")
+    running = send(e, "--background")
+    assert running.code == 0, running.stdout
+    wait_until(started.exists)
+    return running
+
+
+case("failed")(lambda e: (script_pair(e, "cat > /dev/null; echo oops >&2; exit 3"), send(e))[1])
+case("empty-reply")(lambda e: (script_pair(e, "cat > /dev/null"), send(e))[1])
+case("first-turn-failed")(lambda e: e.create(model="cat > /dev/null; exit 3"))
+
+
+@case("hang-killed")
+def _hang_killed(e: Env) -> Result:
+    script_pair(e, "cat > /dev/null; sleep 60")
+    return send(e, "--idle-min", "0.01")
+
+
+@case("rate-limited")
+def _rate_limited(e: Env) -> Result:
+    """A real claude 429 transcript, replayed by the fake claude."""
+    assert e.init_claude().code == 0
+    return send(e, FAKE_SCENARIO="replay:claude-429.jsonl")
+
+
+@case("cancelled")
+def _cancelled(e: Env) -> Result:
+    background(e, e.sandbox.root / "started")
+    assert e.pair("cancel", "--reason", "codes").code == 0
+    return e.pair("wait", "--timeout-min", "1")
+
+
+@case("wait-timeout")
+def _wait_timeout(e: Env) -> Result:
+    background(e, e.sandbox.root / "started")
+    try:
+        return e.pair("wait", "--timeout-min", "0.005")
+    finally:
+        e.pair("cancel")
+
+
+@case("worker-lost")
+def _worker_lost(e: Env) -> Result:
+    running = background(e, e.sandbox.root / "started")
+    os.kill(running["supervisor_pid"], signal.SIGKILL)
+    try:
+        return e.pair("wait", "--timeout-min", "1")
+    finally:
+        os.killpg(running["partner_pid"], signal.SIGKILL)
+
+
+@case("no-turn-in-flight")
+def _no_turn(e: Env) -> Result:
+    script_pair(e, "cat")
+    return e.pair("cancel")
+
+
+@case("partner-cli-unsupported")
+def _cli_unsupported(e: Env) -> Result:
+    """The installable grok's help names none of the adapter's flags."""
+    return e.pair("init", "--partner", "grok", "--lead", "human", FAKE_HELP="bare")
+
+
+@case("partner-refuses-root")
+def _refuses_root(e: Env) -> Result:
+    if os.geteuid() != 0:
+        pytest.skip("the root refusal needs uid 0")
+    environment = {key: value for key, value in os.environ.items() if key != "IS_SANDBOX"}
+    args = ["init", "--partner", "claude", "--lead", "human", "--effort", "high"]
+    return e.sandbox.pair(*args, "--role", "executor", env=environment)
 
 
 # -- GitHub --------------------------------------------------------------------------------------

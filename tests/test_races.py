@@ -86,6 +86,7 @@ def race_round(
     return outcomes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", range(2))
 def test_racing_creates_admit_exactly_max_active(tmp_path: Path, chunk: int) -> None:
     """16 leads race for 4 slots, 3 rounds per chunk: never more, never fewer, and every loser

@@ -64,3 +64,29 @@ def test_the_sleep_check_tells_polling_from_waiting() -> None:
     assert fixed_sleeps(waiting) == [4]
     assert fixed_sleeps(polling) == []
     assert fixed_sleeps(explained) == []
+
+
+def test_slow_tests_run_last_in_collection_order() -> None:
+    from tests.conftest import slow_last
+
+    class Item:
+        def __init__(self, name: str, slow: bool) -> None:
+            self.name, self.slow = name, slow
+
+        def get_closest_marker(self, name: str) -> object | None:
+            return object() if name == "slow" and self.slow else None
+
+    items = [Item("a", True), Item("b", False), Item("c", True), Item("d", False)]
+    slow_last(items)
+    assert [item.name for item in items] == ["b", "d", "a", "c"]
+
+
+def test_the_long_tests_are_marked_slow() -> None:
+    def marked(path: Path, name: str) -> bool:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                return any("slow" in ast.unparse(decorator) for decorator in node.decorator_list)
+        raise AssertionError(f"{name} not found in {path}")
+
+    assert marked(TESTS / "test_races.py", "test_racing_creates_admit_exactly_max_active")
+    assert marked(TESTS / "test_crash.py", "test_a_command_killed_after_each_journal_write_resumes")

@@ -49,6 +49,15 @@ def shapes(sandbox: Sandbox) -> list[WorktreeJob]:
     git(ahead, "mv", "new.txt", "moved.txt")
     (ahead / "untracked").mkdir()
     (ahead / "untracked" / "file").write_text("u\n")
+    # Ignored files and directories: the reusing scanner asks git for them, and must still
+    # answer exactly what the plain status does.
+    (sandbox.common_dir / "info").mkdir(exist_ok=True)
+    (sandbox.common_dir / "info" / "exclude").write_text("*.log\nbuild/\n")
+    (ahead / "untracked" / "debug.log").write_text("l\n")
+    (ahead / "build").mkdir()
+    (ahead / "build" / "out.o").write_text("o\n")
+    (ahead / "logs").mkdir()
+    (ahead / "logs" / "a.log").write_text("l\n")
     behind = _worktree(sandbox, "behind", "feat/behind")
     own_upstream = _worktree(sandbox, "own", "feat/own")
     git(own_upstream, "config", "branch.feat/own.remote", "origin")
@@ -66,11 +75,15 @@ def shapes(sandbox: Sandbox) -> list[WorktreeJob]:
     return jobs
 
 
-def test_one_status_call_answers_what_the_three_calls_do(shapes: list[WorktreeJob]) -> None:
+def test_one_status_call_answers_what_the_three_calls_do(
+    shapes: list[WorktreeJob], sandbox: Sandbox
+) -> None:
     found = WorktreeScanner().scan(shapes)
-    for job, facts in zip(shapes, found, strict=True):
+    reusing = WorktreeScanner(reuse=True, common_git_dir=sandbox.common_dir)
+    for job, facts, again in zip(shapes, found, reusing.scan(shapes), strict=True):
         counts, entries, committed = _separate_calls(job)
         assert (facts.counts, facts.entries, facts.committed) == (counts, entries, committed), job
+        assert again == facts, job
     ahead = found[1]
     assert ahead.counts == (1, 1)
     assert ahead.committed == ["new.txt"]
@@ -94,6 +107,17 @@ def test_reuse_skips_git_only_while_nothing_changed(sandbox: Sandbox) -> None:
     facts, runs = scan()
     assert runs == 1 and facts.entries == ["?? notes.txt"]
     assert scan()[1] == 0
+
+    (path / "scratch").mkdir()  # an untracked directory: its contents are not watched
+    (path / "scratch" / "a").write_text("a\n")
+    facts, runs = scan()
+    assert runs == 1 and facts.entries == ["?? notes.txt", "?? scratch/"]
+    assert scan()[1] == 0
+    (path / "scratch" / "b").write_text("b\n")  # changes nothing git shows
+    assert scan()[1] == 0
+    (path / "scratch" / "a").unlink()
+    (path / "scratch" / "b").unlink()
+    (path / "scratch").rmdir()
 
     git(path, "add", "notes.txt")  # the index changes
     facts, runs = scan()

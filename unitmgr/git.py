@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from registry.errors import StateError
+from registry.errors import StateError, hold_interrupts, release_interrupts
 from registry.processes import child_environment, stop_child_group
 from registry.redact import redact
 from registry.timeutil import seconds_from_env
@@ -82,16 +82,22 @@ def run_git(
         argv.append("--no-optional-locks")  # status must not rewrite the index of a reader
     argv.extend(args)
     seconds = network_timeout() if network else local_timeout()
-    process = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env=child_environment(environment),
-    )
+    hold_interrupts()  # SPEC 3.0: no signal between the start and the `try` that stops git
     try:
+        process = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=child_environment(environment),
+        )
+    except BaseException:
+        release_interrupts()
+        raise
+    try:
+        release_interrupts()
         stdout, stderr = process.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
         stop_child_group(process)

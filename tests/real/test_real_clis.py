@@ -10,12 +10,15 @@ own message, a hang killed with nothing left running, cancel, restaff and a unit
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import random
 
 import psutil
 import pytest
 
-from tests.conftest import Result, Sandbox
+from registry.processes import group_members
+from tests.conftest import Result, Sandbox, wait_until
 from tests.fakes.model_server import RATE_LIMIT_MESSAGE, ModelServer
 from tests.real.conftest import (
     EFFORT,
@@ -214,3 +217,51 @@ def test_a_unit_end_to_end_restaffed_across_the_real_clis(
     assert gone.code == 0 and gone["status"] == "dismantled", gone.stdout
     assert not worktree.exists()
     assert not running(str(worktree))
+
+
+def test_unit_cancel_stops_a_real_turn_then_dismantle_proceeds(
+    sandbox: Sandbox, real_clis: ModelServer
+) -> None:
+    """`unit cancel` (SPEC 3.13) against a real claude whose first task hangs on the server."""
+    sandbox.task.write_text("Add a greeting file. MOCK:hang-stream\n")
+    created = sandbox.unit(
+        *sandbox.create_args("u1", partner="claude", model=RESOLVED["claude"], effort=EFFORT),
+        timeout=120,
+    )
+    assert created.code == 0, created.stdout + created.stderr
+    worktree = sandbox.worktree("u1")
+    # In flight: the real CLI's request hangs on the server, and the marker names its partner.
+    wait_until(lambda: any(c.script == "hang-stream" for c in real_clis.turns()), timeout=60)
+
+    def partner_started() -> dict | None:
+        marker = sandbox.pair("status", repo=worktree)["in_flight"]
+        return marker if marker and marker["partner_pid"] else None
+
+    in_flight = wait_until(partner_started, interval=0.2)
+    partner_pid, supervisor_pid = in_flight["partner_pid"], in_flight["supervisor_pid"]
+    group = os.getpgid(partner_pid)
+    assert group == partner_pid, "the partner does not lead its own process group"
+    assert group_members(group), "the partner's group is not running"
+
+    cancelled = sandbox.unit("cancel", "--unit", "u1", "--reason", "the task was wrong")
+    assert cancelled.code == 0, cancelled.stdout + cancelled.stderr
+    receipt = cancelled["receipt"]
+    assert cancelled["status"] == "cancelled" and receipt["status"] == "cancelled"
+    assert receipt["partner"] == "claude" and receipt["seq"] == in_flight["seq"]
+    assert "the task was wrong" in receipt["reason"]
+    # Nothing of the turn is left running once cancel returns.
+    assert receipt["partner_pid"] == partner_pid
+    assert gone(partner_pid) and gone(supervisor_pid)
+    assert group_members(group) == [], "the partner's process group outlived the cancel"
+    assert not running(str(worktree))
+    assert sandbox.pair("status", repo=worktree)["in_flight"] is None
+    events = [
+        json.loads(line) for line in (sandbox.registry / "events.jsonl").read_text().splitlines()
+    ]
+    logged = [event for event in events if event.get("step") == "cancelled"]
+    assert [(e["command"], e["unit"], e["seq"]) for e in logged] == [("cancel", "u1", 1)]
+    assert "the task was wrong" in logged[0]["reason"]
+
+    dismantled = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
+    assert dismantled.code == 0 and dismantled["status"] == "dismantled", dismantled.stdout
+    assert not worktree.exists()

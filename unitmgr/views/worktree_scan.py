@@ -74,7 +74,7 @@ class WorktreeScanner:
         self.common_git_dir = common_git_dir
         self._committed: dict[tuple[str, str, str], list[str] | None] = {}
         self._seen: dict[str, tuple[tuple[object, ...], float, WorktreeFacts]] = {}
-        self._pruned: dict[str, set[str]] = {}
+        self._pruned: dict[str, set[str]] = {}  # by worktree: directories the stamp skips
         self.git_runs = 0  # worktrees whose git calls ran in the last `scan` (for tests)
 
     def scan(self, jobs: Sequence[WorktreeJob]) -> list[WorktreeFacts]:
@@ -85,7 +85,7 @@ class WorktreeScanner:
         if not self.reuse:
             facts, _ = self._read(job)
             return facts
-        key = str(job.worktree)
+        key = f"{job.worktree}\0{job.base_ref}"  # two records may name one worktree
         before = self._stamp(job)
         remembered = self._seen.get(key)
         now = time.monotonic()
@@ -96,10 +96,14 @@ class WorktreeScanner:
         ):
             return remembered[2]
         facts, pruned = self._read(job)
-        self._pruned[key] = pruned
-        # Stamped after the read as well: a change during the git call is seen next time.
+        skipped_before = self._pruned.get(str(job.worktree))
+        self._pruned[str(job.worktree)] = pruned
+        # Stamped after the read as well: a change during the git call is seen next time. When
+        # the skipped directories changed, the two stamps walk different trees and cannot be
+        # compared; the age limit then bounds what a change during this one call could hide.
         after = self._stamp(job)
-        self._seen[key] = (after if after == before else (), now, facts)
+        fresh = after == before or skipped_before != pruned
+        self._seen[key] = (after if fresh else (), now, facts)
         return facts
 
     def _read(self, job: WorktreeJob) -> tuple[WorktreeFacts, set[str]]:
