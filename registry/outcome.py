@@ -3,7 +3,8 @@
 Shared by the Typer runner (registry/cli_runner.py) and the fast `unit` entry point
 (unitmgr/entry.py), so both end a command the same way: a `ToolError` prints its document, a
 signal becomes `interrupted` (128 + signal), anything unexpected becomes `internal` (exit 1, the
-redacted traceback in `detail`), and every failure names a next step. It must not import typer.
+redacted traceback in `detail` and in a log file named by `detail.log`, registry/crashlog.py),
+and every failure names a next step. It must not import typer.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from registry import crashlog
 from registry.errors import (
     EXIT_OK,
     EXIT_REFUSED,
@@ -71,7 +73,13 @@ def deliver(call: Callable[[], object], command_line: str) -> int:
         with interruptible():
             result = call()
     except ToolError as error:
-        return failure(error.document(), error.exit_code, command_line)
+        document = error.document()
+        if crashlog.unexpected_cause(error) is not None:
+            # A typed failure around an unexpected exception (`step-failed`): its trace is kept.
+            log = crashlog.write(error, command_line)
+            if log is not None and isinstance(document.get("detail") or {}, dict):
+                document["detail"] = {**(document.get("detail") or {}), "log": str(log)}
+        return failure(document, error.exit_code, command_line)
     except (Interrupted, KeyboardInterrupt) as error:
         signum = error.signum if isinstance(error, Interrupted) else signal.SIGINT
         name = signal.Signals(signum).name
@@ -86,11 +94,15 @@ def deliver(call: Callable[[], object], command_line: str) -> int:
     except Exception as error:
         import traceback
 
+        detail: dict[str, Any] = {"traceback": traceback.format_exc()}
+        log = crashlog.write(error, command_line)
+        if log is not None:
+            detail["log"] = str(log)
         document = {
             "ok": False,
             "code": "internal",
             "reason": f"unexpected error: {type(error).__name__}: {error}",
-            "detail": {"traceback": traceback.format_exc()},
+            "detail": detail,
         }
         return failure(document, EXIT_REFUSED, command_line)
     if isinstance(result, Rendered):

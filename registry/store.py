@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from registry import crashlog
 from registry.atomic import append_line, remove_file, write_text_atomic
 from registry.locks import Deadline, FileLock
 from registry.records import (
@@ -59,6 +60,7 @@ class Registry:
     def __init__(self, common_git_dir: Path) -> None:
         self.common_git_dir = common_git_dir
         self.root = common_git_dir / "orchestrate"
+        crashlog.remember(self.root)  # an unexpected error's log goes beside this registry
         self.units_dir = self.root / "units"
         self.tasks_dir = self.root / "tasks"
         self.archive_dir = self.root / "archive"

@@ -14,7 +14,7 @@ import sys
 
 import typer.main
 
-import unitmgr.create  # noqa: F401  (warmed before forking, like the CLI would load it)
+import unitmgr.lifecycle.create  # noqa: F401  (warmed before forking, like the CLI would load it)
 from unitmgr.cli import app, main
 
 

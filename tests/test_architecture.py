@@ -36,6 +36,53 @@ def test_import_direction(package: str) -> None:
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
+def imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports, dotted in full (`from unitmgr import views` gives both
+    `unitmgr` and `unitmgr.views`), lazy imports inside functions included."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+# Inside unitmgr (references/architecture.md): views read and never change a unit, so they import
+# no lifecycle and no command; the lifecycle never reaches back up to a command; only a command
+# (and the app that assembles them) speaks Typer.
+LAYERS = {
+    "unitmgr/views": ("unitmgr.lifecycle", "unitmgr.commands", "unitmgr.cli", "typer"),
+    "unitmgr/lifecycle": ("unitmgr.commands", "unitmgr.cli", "typer"),
+    "registry": ("unitmgr", "pair"),
+    "pair": ("unitmgr",),
+}
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_layers_import_only_downwards(layer: str) -> None:
+    for path in sorted((ROOT / layer).rglob("*.py")):
+        bad = {
+            name
+            for name in imported_modules(path)
+            for forbidden in LAYERS[layer]
+            if name == forbidden or name.startswith(forbidden + ".")
+        }
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_plain_modules_import_no_command() -> None:
+    """Only unitmgr/cli.py assembles the commands; nothing below depends on them."""
+    for path in sorted((ROOT / "unitmgr").rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative == "unitmgr/cli.py" or relative.startswith("unitmgr/commands/"):
+            continue
+        bad = {n for n in imported_modules(path) if n.startswith("unitmgr.commands")}
+        assert not bad, f"{relative} imports {sorted(bad)}"
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_nobody_imports_click(package: str) -> None:
     for path in sorted((ROOT / package).rglob("*.py")):

@@ -1,4 +1,4 @@
-"""The worktree facts of `status --all` (unitmgr/worktree_scan.py): the one-call status gives the
+"""The worktree facts of `status --all` (views/worktree_scan.py): the one-call status gives the
 same answers as the separate `rev-list`/`status`/`diff` calls, and a reusing scanner skips git only
 while nothing it watches changed (SPEC 3.4, 7)."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import Sandbox, git, run_cli, write_record
 from unitmgr import git as unit_git
-from unitmgr.worktree_scan import WorktreeJob, WorktreeScanner
+from unitmgr.views.worktree_scan import WorktreeJob, WorktreeScanner
 
 
 def _separate_calls(job: WorktreeJob) -> tuple[object, ...]:
@@ -165,7 +165,7 @@ def test_status_all_runs_one_git_process_per_clean_worktree(
 def test_overlaps_through_the_index_match_the_pairwise_comparison() -> None:
     import random
 
-    from unitmgr.observe import overlaps
+    from unitmgr.views.observe import overlaps
 
     def pairwise(changed: dict[str, list[str]]) -> list[dict[str, object]]:
         found: list[dict[str, object]] = []

@@ -14,6 +14,9 @@ once it has what was asked for. Branch names are percent-encoded into paths; dep
 in their own repository.
 
 `import github` costs ~230 ms: it happens only when a command actually talks to GitHub.
+
+Over ~400 lines on purpose: it is the one adapter that touches PyGithub (and the one place the
+retry policy lives, SPEC 5); the Forge Protocol it implements is unitmgr/forge.py.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ plumbing (`--porcelain`, `-z`) and paths are kept absolute.
 
 GitPython is deliberately not used here: its `Git.execute` cannot start a child in its own
 process group, and `import git` costs ~100 ms (see references/decisions.md).
+
+Over ~400 lines on purpose: SPEC 1 makes this the one module that runs git, so every call lives
+here as a small named function; splitting it would only spread that rule over several files.
 """
 
 from __future__ import annotations

@@ -32,13 +32,13 @@ def list_units(
     *, prs: bool, repo: str, lock_timeout: str, format_name: str
 ) -> dict[str, Any] | Rendered:
     lock_free(lock_timeout)
-    from unitmgr import observe
+    from unitmgr.views import observe
     from unitmgr.workspace import Workspace
 
     fmt = output_format(format_name)
     document = observe.list_units(Workspace.open(repo), with_pulls=prs)
     if fmt == "table":
-        from unitmgr import table
+        from unitmgr.views import table
 
         return Rendered(table.list_units(document))
     return document
@@ -47,12 +47,12 @@ def list_units(
 def status_all(*, repo: str, lock_timeout: str, format_name: str) -> dict[str, Any] | Rendered:
     lock_free(lock_timeout)
     fmt = output_format(format_name)
-    from unitmgr import observe
+    from unitmgr.views import observe
     from unitmgr.workspace import Workspace
 
     document = observe.status_all(Workspace.open(repo))
     if fmt == "table":
-        from unitmgr import table
+        from unitmgr.views import table
 
         return Rendered(table.status_all(document))
     return document

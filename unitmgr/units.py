@@ -2,11 +2,13 @@
 
 - `load`: the record, exit 2 when it is unreadable or too new, exit 1 when there is none;
 - `locked`: the unit lock for the whole command, bounded by `--lock-timeout`;
-- `turn_in_flight` / `refuse_in_flight`: whether the unit's pair is running a live turn.
+- `turn_in_flight` / `refuse_in_flight`: whether the unit's pair is running a live turn;
+- `first_turn_resend`: the exact command that sends a failed first turn again.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -63,3 +65,14 @@ def refuse_in_flight(record: UnitRecord, *, what: str) -> None:
             next_step=f"unit cancel --unit {record.unit_id} (stops it), or wait for its receipt: "
             f"pair wait --repo {record.worktree}",
         )
+
+
+def first_turn_resend(record: UnitRecord) -> str:
+    """The exact command that sends a failed first turn's task again (its recovery command)."""
+    return " ".join(
+        shlex.quote(word)
+        for word in (
+            "pair", "send", "--repo", record.worktree, "--kind", "task", "--body-file",
+            record.task_file, "--background",
+        )
+    )  # fmt: skip

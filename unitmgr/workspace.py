@@ -55,3 +55,12 @@ def realpath(path: str | Path) -> str:
 def is_inside(path: str, parent: str) -> bool:
     """Whether `path` is `parent` or below it (both real paths)."""
     return path == parent or path.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+def real_target(path: Path) -> str:
+    """The real path `path` will have: its nearest existing ancestor resolved, then the rest."""
+    existing, rest = path, []
+    while not existing.exists() and existing != existing.parent:
+        rest.append(existing.name)
+        existing = existing.parent
+    return os.path.join(realpath(existing), *reversed(rest)) if rest else realpath(existing)

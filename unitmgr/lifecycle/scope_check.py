@@ -10,36 +10,24 @@ approved_at, files}` under the unit lock, refusing a dirty worktree and out-of-s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from registry.errors import StateError, marking_dry_run
+from registry.errors import StateError
 from registry.locks import Deadline
 from registry.output import progress
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, validation
-from unitmgr.observe import facts_by_unit, worktree_rows
+from unitmgr.lifecycle.runner import dry_run_aware
+from unitmgr.options import ScopeOptions
 from unitmgr.units import base_ref_of, load, locked
+from unitmgr.views.observe import facts_by_unit, worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label
 
 
-@dataclass(frozen=True)
-class ScopeOptions:
-    unit: str
-    approve: bool = False
-    allow_outside: bool = False
-    lock_timeout: str = "30"
-    dry_run: bool = False
-
-
+@dry_run_aware
 def run(repo: str, options: ScopeOptions) -> dict[str, Any]:
-    with marking_dry_run(options.dry_run):
-        return _run(repo, options)
-
-
-def _run(repo: str, options: ScopeOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     seconds = validation.lock_timeout(options.lock_timeout)

@@ -13,32 +13,21 @@ so a verify killed with the lead is stopped by the next one (SPEC 8).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from registry.errors import StateError, marking_dry_run
+from registry.errors import StateError
 from registry.output import progress
 from registry.processes import ChildTimeout, ProcessIdentity, is_alive, kill_tree, run_streamed
 from registry.records import UnitRecord
 from registry.timeutil import iso_z, seconds_from_env
 from unitmgr import git, validation
+from unitmgr.lifecycle.runner import dry_run_aware
+from unitmgr.options import VerifyOptions
 from unitmgr.units import load, locked, refuse_in_flight
 from unitmgr.workspace import Workspace
 
 TAIL_CHARACTERS = 4000
-
-
-@dataclass(frozen=True)
-class VerifyOptions:
-    unit: str
-    lock_timeout: str = "30"
-    dry_run: bool = False
-
-
-def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
-    with marking_dry_run(options.dry_run):
-        return _run(repo, options)
 
 
 def _preconditions(record: UnitRecord) -> str:
@@ -62,7 +51,8 @@ def _preconditions(record: UnitRecord) -> str:
     return head
 
 
-def _run(repo: str, options: VerifyOptions) -> dict[str, Any]:
+@dry_run_aware
+def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     seconds = validation.lock_timeout(options.lock_timeout)

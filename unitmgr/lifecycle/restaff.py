@@ -12,24 +12,23 @@ different target is refused naming the field.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pair import api as pair_api
 from pair.identity import identity_home, refuse_same_cli
 from pair.partners import adapter_for
-from registry.errors import RetryableError, StateError, ToolError, marking_dry_run
+from registry.errors import RetryableError, StateError, ToolError
 from registry.records import Staffing, UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, validation
-from unitmgr.journal import Journal
-from unitmgr.observe import describe, worktree_rows
+from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.pairing import init_pair, send_or_adopt, verify_pair
+from unitmgr.lifecycle.runner import StepRunner, dry_run_aware
+from unitmgr.options import RestaffOptions
 from unitmgr.ownership import Ownership, others_of
-from unitmgr.pairing import init_pair, send_or_adopt, verify_pair
-from unitmgr.steps import RESTAFF_STEPS
 from unitmgr.units import base_ref_of, load, locked, pair_state, refuse_in_flight
+from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label
 
 PHASE_AFTER = {
@@ -40,24 +39,6 @@ PHASE_AFTER = {
     "send-checkpoint": "starting-target",
 }
 TARGET_FIELDS = ("identity", "lead", "partner", "model", "effort", "reason")
-
-
-@dataclass(frozen=True)
-class RestaffOptions:
-    unit: str
-    lead: str | None = None
-    partner: str | None = None
-    reason: str | None = None
-    model: str | None = None
-    effort: str | None = None
-    identity: str | None = None
-    lock_timeout: str = "30"
-    dry_run: bool = False
-
-
-def run(repo: str, options: RestaffOptions) -> dict[str, Any]:
-    with marking_dry_run(options.dry_run):
-        return _run(repo, options)
 
 
 def _target(options: RestaffOptions) -> dict[str, Any]:
@@ -86,7 +67,8 @@ def _target(options: RestaffOptions) -> dict[str, Any]:
     }
 
 
-def _run(repo: str, options: RestaffOptions) -> dict[str, Any]:
+@dry_run_aware
+def run(repo: str, options: RestaffOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     seconds = validation.lock_timeout(options.lock_timeout)
@@ -181,59 +163,26 @@ class Restaffer:
 
     def run(self, resumed_from: str | None) -> dict[str, Any]:
         record = self.record
-        handlers: dict[str, Callable[[dict[str, Any]], None]] = {
-            "checkpoint": self._checkpoint,
-            "end-old": self._end_old,
-            "init-target": self._init_target,
-            "verify-target": self._verify_target,
-            "send-checkpoint": self._send_checkpoint,
-        }
-        current = None
         if record.lifecycle == "working" and not self.journal.is_done("checkpoint"):
             # The target and the new lifecycle are recorded with the first journal entry, so a
             # restaff killed at any later point is found (and resumed) by its record.
             record.pending_staffing = {**self.target, "requested_at": iso_z()}
             record.restaff_phase = "ending-old"
             record.lifecycle = "restaffing"
-        try:
-            for step in RESTAFF_STEPS[:-1]:
-                if self.journal.is_done(step):
-                    continue
-                current = step
-                with self.journal.step(step) as outcome:
-                    handlers[step](outcome)
-                    record.restaff_phase = PHASE_AFTER[step]
-            current = "finalize"
-            if not self.journal.is_done("finalize"):
-                with self.journal.step("finalize"):
-                    assert record.staffing is not None
-                    record.staffing.current = Staffing(
-                        **{**self._staffing_fields(), "selected_at": iso_z()}
-                    )
-                    record.pending_staffing = None
-                    record.restaff_phase = None
-                    record.lifecycle = "working"
-                    record.error = None
-            self.journal.clear()
-            self.registry.write(record)
-        except Exception as error:
-            code = error.code if isinstance(error, ToolError) else "step-failed"
-            reason = error.reason if isinstance(error, ToolError) else f"{current} failed: {error}"
-            record.lifecycle = "restaff-failed"
-            record.error = reason
-            self.registry.write(record)
-            failure = RetryableError if isinstance(error, RetryableError) else StateError
-            raise failure(
-                code,
-                reason,
-                detail={
-                    "step": current,
-                    "restaff_phase": record.restaff_phase,
-                    "recovery_record": str(self.registry.record_path(record.unit_id)),
-                    "cause": error.detail if isinstance(error, ToolError) else None,
-                },
-                next_step="fix the cause, then repeat the same restaff command",
-            ) from None
+        StepRunner(self.journal).run(
+            {
+                "checkpoint": self._checkpoint,
+                "end-old": self._end_old,
+                "init-target": self._init_target,
+                "verify-target": self._verify_target,
+                "send-checkpoint": self._send_checkpoint,
+                "finalize": self._finalize,
+            },
+            on_failure=self._failed,
+            after=self._reached,
+        )
+        self.journal.clear()
+        self.registry.write(record)
         document: dict[str, Any] = {
             "ok": True,
             "status": "resumed" if resumed_from else "restaffed",
@@ -242,6 +191,25 @@ class Restaffer:
             document["resumed_from"] = resumed_from
         document["unit"] = describe(record, worktree_rows(self.workspace))
         return document
+
+    def _failed(self, error: ToolError, step: str | None) -> ToolError:
+        """A failed step leaves `restaff-failed` with its journal: the same command resumes."""
+        record = self.record
+        record.lifecycle = "restaff-failed"
+        record.error = error.reason
+        self.registry.write(record)
+        failure = RetryableError if isinstance(error, RetryableError) else StateError
+        return failure(
+            error.code,
+            error.reason,
+            detail={
+                "step": step,
+                "restaff_phase": record.restaff_phase,
+                "recovery_record": str(self.registry.record_path(record.unit_id)),
+                "cause": error.detail,
+            },
+            next_step="fix the cause, then repeat the same restaff command",
+        )
 
     def _staffing_fields(self) -> dict[str, Any]:
         staffing = self.staffing
@@ -254,6 +222,19 @@ class Restaffer:
         }
 
     # -- steps ---------------------------------------------------------------------------------
+
+    def _reached(self, step: str) -> None:
+        if step in PHASE_AFTER:
+            self.record.restaff_phase = PHASE_AFTER[step]
+
+    def _finalize(self, outcome: dict[str, Any]) -> None:
+        record = self.record
+        assert record.staffing is not None
+        record.staffing.current = Staffing(**{**self._staffing_fields(), "selected_at": iso_z()})
+        record.pending_staffing = None
+        record.restaff_phase = None
+        record.lifecycle = "working"
+        record.error = None
 
     def _checkpoint(self, outcome: dict[str, Any]) -> None:
         record = self.record

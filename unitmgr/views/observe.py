@@ -1,10 +1,13 @@
 """Read-only views of units: `list`, `status --unit` (its read part) and `status --all`.
 
 `status --all` is lock-free, offline and writes nothing: one `git worktree list` in total, at most
-three git calls per present worktree (usually one; unitmgr/worktree_scan.py runs them concurrently
-and, for `unit watch`, skips unchanged worktrees), and pair state read in-process
+three git calls per present worktree (usually one; unitmgr/views/worktree_scan.py runs them
+concurrently and, for `unit watch`, skips unchanged worktrees), and pair state read in-process
 through `pair.api.read_status`, which only stats transcripts — so its cost grows with units, not
 with transcript size.
+
+Over ~400 lines because `list` and `status --all` describe a unit from the same observations
+(worktree, pair, overlaps, recovery); the rendering is unitmgr/views/table.py.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from registry.store import UnreadableRecord
 from registry.timeutil import iso_z
 from unitmgr import git
 from unitmgr.steps import CREATE_PHASES
-from unitmgr.units import base_ref_of, pair_state
+from unitmgr.units import base_ref_of, first_turn_resend, pair_state
+from unitmgr.views.worktree_scan import WorktreeFacts, WorktreeJob, WorktreeScanner
 from unitmgr.workspace import Workspace, realpath
-from unitmgr.worktree_scan import WorktreeFacts, WorktreeJob, WorktreeScanner
 
 if TYPE_CHECKING:
     from unitmgr.forge import Forge
@@ -231,8 +234,6 @@ def recovery(
         and receipt.get("status") != "cancelled"
     ):
         # SPEC 3.3: a failed first turn leaves the unit working; the task is sent again.
-        from unitmgr.pairing import first_turn_resend  # here: it loads pair's whole API
-
         return {"needed": True, "why": "first turn failed", "command": first_turn_resend(record)}
     if record.pending_notice and not pair.get("in_flight"):
         return {
@@ -343,7 +344,7 @@ def facts_by_unit(
     scanner: WorktreeScanner | None = None,
 ) -> dict[str, tuple[dict[str, Any], list[str] | None]]:
     """Every unit's worktree block and changed files; the git calls run concurrently
-    (unitmgr/worktree_scan.py), and a long-lived `scanner` reuses what did not change."""
+    (unitmgr/views/worktree_scan.py), and a long-lived `scanner` reuses what did not change."""
     found: dict[str, tuple[dict[str, Any], list[str] | None]] = {}
     present: list[tuple[UnitRecord, git.WorktreeRow]] = []
     for record in records:

@@ -22,15 +22,16 @@ that, after the worktree is gone).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
-from registry.errors import StateError, UsageError, marking_dry_run
+from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import validation
 from unitmgr.forge import NOT_CONFIGURED, Check, Forge, PullRequest, RequiredChecks, Review
 from unitmgr.forge_github import GitHubRefused, open_forge
+from unitmgr.lifecycle.runner import dry_run_aware
+from unitmgr.options import MergeOptions
 from unitmgr.units import load, locked
 from unitmgr.workspace import Workspace
 
@@ -48,21 +49,8 @@ GATES = (
 PASSING_CHECK_RUN = ("success", "neutral", "skipped")
 
 
-@dataclass(frozen=True)
-class MergeOptions:
-    unit: str
-    head: str | None = None
-    method: str = "merge"
-    lock_timeout: str = "30"
-    dry_run: bool = False
-
-
+@dry_run_aware
 def run(repo: str, options: MergeOptions) -> dict[str, Any]:
-    with marking_dry_run(options.dry_run):
-        return _run(repo, options)
-
-
-def _run(repo: str, options: MergeOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     head = validation.commit_sha(validation.required(options.head, "--head", "merge"), "--head")

@@ -17,38 +17,23 @@ appended or sent twice.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pair import api as pair_api
 from registry.atomic import write_text_atomic
-from registry.errors import StateError, UsageError, marking_dry_run
+from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import validation
-from unitmgr.journal import Journal
-from unitmgr.manifest import block, digest, manifest_state, manifest_text
-from unitmgr.observe import describe, worktree_rows
-from unitmgr.pairing import receipt_path
+from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.manifest import block, digest, manifest_state, manifest_text
+from unitmgr.lifecycle.pairing import receipt_path
+from unitmgr.lifecycle.runner import Step, StepRunner, dry_run_aware
+from unitmgr.options import AddendumOptions
 from unitmgr.units import load, locked, turn_in_flight
+from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace
-
-
-@dataclass(frozen=True)
-class AddendumOptions:
-    unit: str
-    text: str | None = None
-    file: str | None = None
-    queue: bool = False
-    restore_manifest: bool = False
-    lock_timeout: str = "30"
-    dry_run: bool = False
-
-
-def run(repo: str, options: AddendumOptions) -> dict[str, Any]:
-    with marking_dry_run(options.dry_run):
-        return _run(repo, options)
 
 
 def _text(options: AddendumOptions) -> str:
@@ -66,7 +51,8 @@ def _text(options: AddendumOptions) -> str:
     return text
 
 
-def _run(repo: str, options: AddendumOptions) -> dict[str, Any]:
+@dry_run_aware
+def run(repo: str, options: AddendumOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     seconds = validation.lock_timeout(options.lock_timeout)
@@ -92,17 +78,26 @@ def _run(repo: str, options: AddendumOptions) -> dict[str, Any]:
         journal = Journal(workspace.registry, record, "addendum")
         appended = _already_appended(record, journal, text)
         _refuse(record, options.queue, appended)
-        if appended:
-            if not journal.is_done("append"):
-                journal.write("append", "skipped", {"skipped": "already appended (same sha256)"})
-        else:
-            if _journal_sha(journal) != digest(text):
-                journal.clear()  # a different addendum: start a journal of its own
-            append(record, journal, text)
-        if journal.is_done("notify"):
-            status, seq = "sent", record.pair.latest_seq if record.pair else None
-        else:
-            status, seq = notify(record, journal)
+        if not appended and _journal_sha(journal) != digest(text):
+            journal.clear()  # a different addendum: start a journal of its own
+        sent: dict[str, Any] = {
+            "status": "sent",
+            "seq": record.pair.latest_seq if record.pair else None,
+        }
+
+        def notify_step(outcome: dict[str, Any]) -> None:
+            sent["status"], sent["seq"] = notify(record, journal)
+
+        StepRunner(journal).run(
+            {
+                "append": Step(skip="already appended (same sha256)")
+                if appended
+                else append_step(record, journal, text),
+                "notify": Step(handler=notify_step, journals_itself=True),
+            },
+            on_failure=lambda error, step: error,
+        )
+        status, seq = sent["status"], sent["seq"]
         journal.clear()
         workspace.registry.write(record)
         document: dict[str, Any] = {"ok": True, "status": status, "manifest": record.task_file}
@@ -154,16 +149,16 @@ def _refuse(record: UnitRecord, queue: bool, appended: bool) -> None:
         )
 
 
-def append(record: UnitRecord, journal: Journal, text: str) -> None:
+def append_step(record: UnitRecord, journal: Journal, text: str) -> Step:
+    """The `append` step of `text`: at the time an earlier, cut-off attempt journaled for it."""
     sha = digest(text)
     earlier = journal.last_started("append")
     earlier_detail = (earlier or {}).get("detail") or {}
     at = earlier_detail.get("addendum_at") if earlier_detail.get("sha256") == sha else None
     at = at or iso_z()
     added = block(at, text)
-    # The text is journaled with the step, so `unit list` can print the exact command that
-    # resumes an addendum cut off here.
-    with journal.step("append", {"sha256": sha, "addendum_at": at, "text": text}) as outcome:
+
+    def handler(outcome: dict[str, Any]) -> None:
         manifest = Path(record.task_file)
         current = manifest.read_text(encoding="utf-8")
         if not current.endswith(added):  # an append cut off after its write is not redone
@@ -171,6 +166,10 @@ def append(record: UnitRecord, journal: Journal, text: str) -> None:
         record.addenda.append({"at": at, "sha256": sha, "text": text})
         record.pending_notice = {"addendum_at": at, "sha256": sha}
         outcome.update(addendum_at=at, sha256=sha, bytes=len(added.encode()))
+
+    # The text is journaled with the step, so `unit list` can print the exact command that
+    # resumes an addendum cut off here.
+    return Step(handler=handler, started={"sha256": sha, "addendum_at": at, "text": text})
 
 
 def notice_body(record: UnitRecord) -> str:

@@ -16,9 +16,9 @@ from typing import Any
 
 from registry.errors import UsageError
 from registry.output import Rendered
-from unitmgr import observe
+from unitmgr.views import observe
+from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace
-from unitmgr.worktree_scan import WorktreeScanner
 
 QUIET_SECONDS = 600  # a turn silent this long is flagged (its idle budget ends it later)
 

@@ -14,50 +14,42 @@ origin moved since, the step is skipped and the branch stays.
 An unreadable (or too new) record is never rewritten: `--force` then works from what can be
 salvaged from it, touches a worktree or branch only when git confirms they belong together, and
 deletes the record file last.
+
+Over ~400 lines because its eight steps, the merged-PR proof and the salvage of an unreadable
+record are one command's handlers; the mechanism they share is unitmgr/lifecycle/runner.py.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pair import api as pair_api
 from registry.atomic import remove_file
-from registry.errors import RetryableError, StateError, ToolError, UsageError, marking_dry_run
+from registry.errors import RetryableError, StateError, ToolError, UsageError
 from registry.locks import Deadline
 from registry.output import progress
 from registry.records import MAX_RECORD_BYTES, UnitRecord
 from registry.store import UnreadableRecord
 from unitmgr import git, validation
-from unitmgr.archive import archive_pair_state
-from unitmgr.capacity import merged_since_created
+from unitmgr.admission import merged_since_created
 from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
-from unitmgr.journal import Journal
-from unitmgr.observe import worktree_rows
+from unitmgr.lifecycle.archive import archive_pair_state
+from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.runner import Handler, Step, StepRunner, dry_run_aware
+from unitmgr.options import DismantleOptions
 from unitmgr.ownership import Ownership, others_of
 from unitmgr.steps import DISMANTLE_STEPS
 from unitmgr.units import refuse_in_flight
+from unitmgr.views.observe import worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label, realpath
 
 
-@dataclass(frozen=True)
-class DismantleOptions:
-    unit: str
-    force: str | None = None
-    lock_timeout: str = "30"
-    dry_run: bool = False
-
-
+@dry_run_aware
 def run(repo: str, options: DismantleOptions) -> dict[str, Any]:
-    with marking_dry_run(options.dry_run):
-        return _run(repo, options)
-
-
-def _run(repo: str, options: DismantleOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     forced = options.force is not None
@@ -198,7 +190,7 @@ class Dismantler:
             record.lifecycle = "dismantling"
             record.error = None
             self.registry.write(record)
-        handlers = {
+        handlers: dict[str, Handler] = {
             "end-pair": self._end_pair,
             "reap": self._reap,
             "archive": self._archive,
@@ -209,41 +201,12 @@ class Dismantler:
         }
         # Read before this run journals its own `started`: a killed earlier run left one.
         self.interrupted_worktree = self.journal.last_started("worktree") is not None
-        current = None
-        try:
-            for step in DISMANTLE_STEPS[:-1]:
-                if self.journal.is_done(step):
-                    continue
-                current = step
-                progress(f"unit dismantle {record.unit_id}: {step}")
-                with self.journal.step(step) as outcome:
-                    handlers[step](outcome)
-            current = "record"
-            self.journal.write("record", "started")
-            self.registry.delete(record.unit_id)
-            self.journal.persist = False  # the record is gone: `done` goes to events.jsonl only
-            self.journal.write("record", "done")
-        except Exception as error:
-            code = error.code if isinstance(error, ToolError) else "step-failed"
-            reason = error.reason if isinstance(error, ToolError) else str(error)
-            self._failed(current, reason)
-            failure = RetryableError if isinstance(error, RetryableError) else StateError
-            raise failure(
-                code,
-                f"dismantle step {current} failed: {reason}",
-                detail={
-                    "step": current,
-                    "cleanup": record.cleanup,
-                    "cause": error.detail if isinstance(error, ToolError) else None,
-                },
-                next_step=(
-                    error.next_step
-                    if isinstance(error, ToolError) and error.next_step
-                    else "fix the cause"
-                )
-                + ", then repeat: "
-                + dismantle_label(record.unit_id, forced=self.forced),
-            ) from None
+        StepRunner(self.journal).run(
+            {**handlers, "record": Step(handler=None)},
+            on_failure=self._failure,
+            before=self._announce,
+            after=self._delete_record,
+        )
         document: dict[str, Any] = {
             "ok": True,
             "status": "dismantled",
@@ -258,6 +221,31 @@ class Dismantler:
             entry for entry in record.cleanup if entry.get("status") in ("done", "skipped")
         ]
         return document
+
+    def _announce(self, step: str) -> None:
+        if step != "record":
+            progress(f"unit dismantle {self.record.unit_id}: {step}")
+
+    def _delete_record(self, step: str) -> None:
+        """The last step deletes the record; its `done` then goes to events.jsonl only."""
+        if step == "record":
+            self.registry.delete(self.record.unit_id)
+            self.journal.persist = False
+
+    def _failure(self, error: ToolError, step: str | None) -> ToolError:
+        """A failed step is journaled on the record; the same command resumes after it."""
+        record = self.record
+        why = error.reason.removeprefix(f"{step} failed: ")
+        self._failed(step, why)
+        failure = RetryableError if isinstance(error, RetryableError) else StateError
+        return failure(
+            error.code,
+            f"dismantle step {step} failed: {why}",
+            detail={"step": step, "cleanup": record.cleanup, "cause": error.detail},
+            next_step=(error.next_step or "fix the cause")
+            + ", then repeat: "
+            + dismantle_label(record.unit_id, forced=self.forced),
+        )
 
     def _failed(self, step: str | None, reason: str) -> None:
         if self.unreadable:

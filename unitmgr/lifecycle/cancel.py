@@ -10,31 +10,20 @@ record.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pair import api as pair_api
-from registry.errors import StateError, marking_dry_run
+from registry.errors import StateError
 from registry.records import UnitRecord
 from unitmgr import validation
+from unitmgr.lifecycle.runner import dry_run_aware
+from unitmgr.options import CancelOptions
 from unitmgr.units import load, locked, pair_state, turn_in_flight
 from unitmgr.workspace import Workspace
 
 
-@dataclass(frozen=True)
-class CancelOptions:
-    unit: str
-    reason: str | None = None
-    lock_timeout: str = "30"
-    dry_run: bool = False
-
-
+@dry_run_aware
 def run(repo: str, options: CancelOptions) -> dict[str, Any]:
-    with marking_dry_run(options.dry_run):
-        return _run(repo, options)
-
-
-def _run(repo: str, options: CancelOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     seconds = validation.lock_timeout(options.lock_timeout)

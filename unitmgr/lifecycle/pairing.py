@@ -5,14 +5,14 @@ Each works on the unit's worktree through `pair.api` in-process, never through a
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from pair import api as pair_api
 from registry.errors import StateError
 from registry.output import progress
 from registry.records import PairRef, Staffing, UnitRecord
-from unitmgr.journal import Journal
+from unitmgr.lifecycle.journal import Journal
+from unitmgr.units import first_turn_resend
 
 
 def init_pair(
@@ -132,14 +132,3 @@ def report_first_turn(document: dict[str, Any], record: UnitRecord) -> None:
         next_step=f"{first_turn_resend(record)} — or give the task to another executor: unit "
         f"restaff --unit {record.unit_id} --lead {record.lead} --partner P --reason R",
     )
-
-
-def first_turn_resend(record: UnitRecord) -> str:
-    """The exact command that sends a failed first turn's task again (its recovery command)."""
-    return " ".join(
-        shlex.quote(word)
-        for word in (
-            "pair", "send", "--repo", record.worktree, "--kind", "task", "--body-file",
-            record.task_file, "--background",
-        )
-    )  # fmt: skip

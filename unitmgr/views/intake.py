@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from registry.errors import StateError
-from unitmgr import capacity, validation
+from unitmgr import admission, validation
 from unitmgr.forge import NOT_CONFIGURED, Dependency, Forge, Issue
 from unitmgr.forge_github import GitHubRefused, open_forge
+from unitmgr.options import IntakeOptions
 from unitmgr.workspace import Workspace
 
 _REFERENCE = r"(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#\d+"
@@ -32,15 +32,6 @@ _TASK = re.compile(rf"(?m)^\s*[-*]\s+\[[ xX]\]\s+({_REFERENCE})\b")
 _PARTS = re.compile(r"(?:([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(\d+)")
 
 Key = tuple[str, int]  # (owner/name, number)
-
-
-@dataclass(frozen=True)
-class IntakeOptions:
-    label: str | None = None
-    milestone: str | None = None
-    max_active: str = "2"
-    max_held: str = "2"
-    limit: str = "30"
 
 
 def referenced_dependencies(body: str, repository: str) -> list[Key]:
@@ -74,9 +65,9 @@ def run(repo: str, options: IntakeOptions) -> dict[str, Any]:
     if forge is None:
         raise StateError("github-not-configured", f"intake {NOT_CONFIGURED}")
     entries = workspace.registry.scan()
-    records = capacity.refuse_unreadable(entries)
-    pulls = capacity.live_pr_state(forge, records)
-    admission = capacity.compute(entries, max_active=max_active, max_held=max_held, pulls=pulls)
+    records = admission.refuse_unreadable(entries)
+    pulls = admission.live_pr_state(forge, records)
+    capacity = admission.compute(entries, max_active=max_active, max_held=max_held, pulls=pulls)
     issues, capped = forge.labelled_issues(label, options.milestone, limit)
     recorded = {record.issue for record in records if record.issue is not None}
     known: dict[Key, Dependency] = {}  # candidates often share dependencies: read each once
@@ -92,7 +83,7 @@ def run(repo: str, options: IntakeOptions) -> dict[str, Any]:
     return {
         "ok": True,
         "repository": forge.repository,
-        "capacity": admission,
+        "capacity": capacity,
         "candidates": candidates,
         "ready": [c["number"] for c in candidates if c["ready"]],
         "capped": capped,

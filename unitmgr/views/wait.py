@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,11 @@ from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import parse_iso
 from unitmgr import validation
-from unitmgr.observe import receipt_summary
+from unitmgr.options import WaitOptions
+from unitmgr.views.observe import receipt_summary
 from unitmgr.workspace import Workspace
 
 POLL_SECONDS = 0.25
-
-
-@dataclass(frozen=True)
-class WaitOptions:
-    units: list[str] = field(default_factory=list)
-    since: str | None = None
-    timeout_min: str = "30"
 
 
 def _since(value: str | None) -> float:

@@ -1,0 +1,21 @@
+"""`unit addendum` (SPEC 3.6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unitmgr.commands.common import declare
+from unitmgr.options import AddendumOptions
+
+
+def _addendum(repo: str, options: AddendumOptions) -> dict[str, Any]:
+    from unitmgr.lifecycle import addendum
+
+    return addendum.run(repo, options)
+
+
+command = declare(
+    AddendumOptions,
+    _addendum,
+    help_text="Append to a unit's manifest and tell its executor to re-read it.",
+)

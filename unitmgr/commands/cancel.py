@@ -1,0 +1,23 @@
+"""`unit cancel` (SPEC 3.13)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unitmgr.commands.common import declare
+from unitmgr.options import CancelOptions
+
+
+def _cancel(repo: str, options: CancelOptions) -> dict[str, Any]:
+    from unitmgr.lifecycle import cancel
+
+    return cancel.run(repo, options)
+
+
+command = declare(
+    CancelOptions,
+    _cancel,
+    help_text=(
+        "Stop the unit's in-flight turn (its whole process tree); its receipt says cancelled."
+    ),
+)

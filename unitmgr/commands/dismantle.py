@@ -1,0 +1,21 @@
+"""`unit dismantle` (SPEC 3.9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unitmgr.commands.common import declare
+from unitmgr.options import DismantleOptions
+
+
+def _dismantle(repo: str, options: DismantleOptions) -> dict[str, Any]:
+    from unitmgr.lifecycle import dismantle
+
+    return dismantle.run(repo, options)
+
+
+command = declare(
+    DismantleOptions,
+    _dismantle,
+    help_text="Take a unit apart: pair, processes, worktree, branches, manifest, record.",
+)

@@ -1,0 +1,21 @@
+"""`unit scope` (SPEC 3.7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unitmgr.commands.common import declare
+from unitmgr.options import ScopeOptions
+
+
+def _scope(repo: str, options: ScopeOptions) -> dict[str, Any]:
+    from unitmgr.lifecycle import scope_check
+
+    return scope_check.run(repo, options)
+
+
+command = declare(
+    ScopeOptions,
+    _scope,
+    help_text="What a unit changed against its base, what falls outside its --paths, who overlaps.",
+)

@@ -1,0 +1,21 @@
+"""`unit verify` (SPEC 3.12)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unitmgr.commands.common import declare
+from unitmgr.options import VerifyOptions
+
+
+def _verify(repo: str, options: VerifyOptions) -> dict[str, Any]:
+    from unitmgr.lifecycle import verify
+
+    return verify.run(repo, options)
+
+
+command = declare(
+    VerifyOptions,
+    _verify,
+    help_text="Run the unit's recorded --validation on its HEAD and record the result.",
+)

@@ -1,0 +1,22 @@
+"""`unit wait` (SPEC 3.11): lock-free, it only reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unitmgr.commands.common import declare
+from unitmgr.options import WaitOptions
+
+
+def _wait(repo: str, options: WaitOptions) -> dict[str, Any]:
+    from unitmgr.views import wait
+
+    return wait.run(repo, options)
+
+
+command = declare(
+    WaitOptions,
+    _wait,
+    help_text="Block until a unit gets a new receipt or changes lifecycle (no polling of git).",
+    lock_free=True,
+)

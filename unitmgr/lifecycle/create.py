@@ -1,0 +1,240 @@
+"""`unit create` (SPEC 3.3): reserve a unit under the registry lock, then build it step by step.
+
+- Phase A, no lock, nothing written: validate every option, resolve the base (a fetch under
+  `locks/fetch.lock`, falling back to the local branch), check the branch is absent at origin.
+- Phase B, unit lock then registry lock: a record already there means resume; otherwise admission
+  from a fresh read of every record, conflict checks, and the `creating` record (step `reserve`).
+- Phase C, unit lock only: `manifest`, `worktree`, `pr-body-exclude`, `setup`, `pair-init`,
+  `pair-verify`, `first-task`, `working`, each journaled before and after it acts.
+
+A new create that fails rolls back everything it made; a repeated create resumes at the first
+unfinished step and refuses a differing immutable field by name.
+
+This module is the command and its order of steps. Around it: create_request.py (Phase A: the
+validated request, the resume comparison), unitmgr/admission.py (base, admission, conflicts),
+create_steps.py (one method per step), create_rollback.py (what a failure undoes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from registry.atomic import sweep_temp_files
+from registry.errors import (
+    StateError,
+    ToolError,
+)
+from registry.locks import Deadline
+from registry.records import UnitRecord
+from unitmgr import admission, git, validation
+from unitmgr.admission import Base, admit, check_conflicts, resolve_base
+from unitmgr.forge import PullRequest
+from unitmgr.forge_github import open_forge
+from unitmgr.lifecycle.create_request import (
+    Request,
+    command_label,
+    compare_for_resume,
+    new_record,
+    validate,
+    validate_against_repository,
+)
+from unitmgr.lifecycle.create_rollback import CreateRollback
+from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.manifest import ensure_manifest
+from unitmgr.lifecycle.pairing import report_first_turn
+from unitmgr.lifecycle.runner import Handler, Step, StepRunner, dry_run_aware
+from unitmgr.options import CreateOptions
+from unitmgr.steps import CREATE_PHASES, CREATE_STEPS
+from unitmgr.views.observe import describe, worktree_rows
+from unitmgr.workspace import Workspace
+
+
+@dry_run_aware
+def run(repo: str, options: CreateOptions) -> dict[str, Any]:
+    workspace = Workspace.open(repo)
+    unit_id = validation.unit_id(options.unit)
+    existing = workspace.read_record(unit_id)
+    request = validate(options, resume=existing is not None)
+    if existing is None:
+        validate_against_repository(workspace, request)
+    if request.dry_run:
+        return dry_run(workspace, request, existing)
+    deadline = Deadline(request.lock_timeout)
+    if existing is not None:
+        return Builder.resume(workspace, request, deadline)
+    # Live PR state is read now (network, no lock); an advisory admission check refuses a full
+    # registry before any fetch or lock. The decision that counts is taken again under the
+    # registry lock (Phase B) from a fresh read of every record.
+    entries = workspace.registry.scan()
+    pulls = admission.live_pr_state(open_forge(workspace), admission.refuse_unreadable(entries))
+    admit(entries, request, pulls)
+    base = resolve_base(workspace, request, deadline)
+    if git.has_remote(workspace.toplevel) and git.remote_branch_head(
+        request.branch, cwd=workspace.toplevel
+    ):
+        raise StateError("branch-exists", f"branch {request.branch} already exists at origin")
+    return Builder.reserve_and_build(workspace, request, base, deadline, pulls)
+
+
+def resumable(record: UnitRecord) -> bool:
+    """A create can resume this record: still in a create phase, or `working` with the create's
+    journal not yet cleared (killed after its last step). Another command's journal is not."""
+    return record.lifecycle in CREATE_PHASES or (
+        record.lifecycle == "working"
+        and any(entry.get("command") == "create" for entry in record.journal)
+    )
+
+
+def dry_run(workspace: Workspace, request: Request, existing: UnitRecord | None) -> dict[str, Any]:
+    if existing is not None:
+        if not resumable(existing):
+            raise StateError(
+                "unit-exists",
+                f"unit {existing.unit_id} already exists in phase {existing.lifecycle}",
+                detail={"dry_run": True},
+            )
+        compare_for_resume(existing, request)
+        plan = Journal(workspace.registry, existing, "create").plan()
+        return {"ok": True, "dry_run": True, "status": "resume", "plan": plan}
+    base = resolve_base(workspace, request, Deadline(0))
+    entries = workspace.registry.scan()
+    pulls = admission.live_pr_state(open_forge(workspace), admission.refuse_unreadable(entries))
+    capacity = admit(entries, request, pulls)
+    check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
+    if git.has_remote(workspace.toplevel) and git.remote_branch_head(
+        request.branch, cwd=workspace.toplevel
+    ):
+        raise StateError("branch-exists", f"branch {request.branch} already exists at origin")
+    details: dict[str, Any] = {
+        "reserve": {"capacity": capacity},
+        "worktree": {"path": str(request.worktree), "base_ref": base.ref, "base_sha": base.sha},
+        "setup": {"command": request.setup} if request.setup else {"skipped": "no --setup"},
+        "pair-init": {"partner": request.partner, "model": request.model, "effort": request.effort},
+    }
+    plan = [
+        {
+            "step": step,
+            "action": "skip" if step == "setup" and not request.setup else "run",
+            "detail": details.get(step),
+        }
+        for step in CREATE_STEPS
+    ]
+    return {"ok": True, "dry_run": True, "status": "create", "plan": plan}
+
+
+class Builder(CreateRollback):
+    """Runs Phase C over one record, holding its unit lock: reserve or resume, then the steps."""
+
+    # -- entry points --------------------------------------------------------------------------
+
+    @classmethod
+    def reserve_and_build(
+        cls,
+        workspace: Workspace,
+        request: Request,
+        base: Base,
+        deadline: Deadline,
+        pulls: dict[str, list[PullRequest]] | None,
+    ) -> dict[str, Any]:
+        registry = workspace.registry
+        label = command_label(request.unit_id)
+        with registry.unit_lock(request.unit_id, command=label).hold(deadline):
+            with registry.registry_lock(command=label).hold(deadline):
+                builder = (
+                    None
+                    if registry.exists(request.unit_id)
+                    else cls._reserve(workspace, request, base, deadline, pulls)
+                )
+            if builder is None:  # another create reserved it first: this one resumes
+                return cls._resume_locked(workspace, request, deadline)
+            return builder.build(new=True, resumed_from=None)
+
+    @classmethod
+    def _reserve(
+        cls,
+        workspace: Workspace,
+        request: Request,
+        base: Base,
+        deadline: Deadline,
+        pulls: dict[str, list[PullRequest]] | None,
+    ) -> Builder:
+        """Admission, conflicts and the `creating` record: the caller holds the registry lock.
+
+        Nothing slow runs here: the live PR state was read before the lock; a unit reserved
+        since then has no pull request yet and counts active.
+        """
+        registry = workspace.registry
+        for directory in (registry.units_dir, registry.tasks_dir, registry.root):
+            sweep_temp_files(directory)  # what writers killed mid-write left (old enough)
+        entries = registry.scan()
+        capacity = admit(entries, request, pulls)
+        check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
+        builder = cls(workspace, new_record(workspace, request, base), deadline)
+        builder.journal.write("reserve", "started", {"capacity": capacity})
+        builder.journal.write("reserve", "done")
+        return builder
+
+    @classmethod
+    def resume(cls, workspace: Workspace, request: Request, deadline: Deadline) -> dict[str, Any]:
+        lock = workspace.registry.unit_lock(request.unit_id, command=command_label(request.unit_id))
+        with lock.hold(deadline):
+            return cls._resume_locked(workspace, request, deadline)
+
+    @classmethod
+    def _resume_locked(
+        cls, workspace: Workspace, request: Request, deadline: Deadline
+    ) -> dict[str, Any]:
+        record = workspace.read_record(request.unit_id)
+        if record is None:
+            raise StateError(
+                "unit-vanished",
+                f"unit {request.unit_id}'s record disappeared while waiting for its lock — "
+                "repeat the create",
+            )
+        if not resumable(record):
+            raise StateError(
+                "unit-exists",
+                f"unit {record.unit_id} already exists in phase {record.lifecycle}",
+                detail={"lifecycle": record.lifecycle},
+            )
+        compare_for_resume(record, request)
+        builder = cls(workspace, record, deadline)
+        return builder.build(new=False, resumed_from=record.lifecycle)
+
+    # -- Phase C -------------------------------------------------------------------------------
+
+    def build(self, *, new: bool, resumed_from: str | None) -> dict[str, Any]:
+        record = self.record
+        if not new and self.journal.is_done("manifest"):
+            ensure_manifest(record)
+        if not self.journal.is_done("reserve"):
+            self.journal.write("reserve", "done", {"resumed": True})
+        steps: dict[str, Handler | Step] = {
+            "manifest": self._manifest,
+            "worktree": self._worktree,
+            "pr-body-exclude": self._pr_body_exclude,
+            "setup": self._setup if record.setup else Step(skip="no --setup"),
+            "pair-init": self._pair_init,
+            "pair-verify": self._pair_verify,
+            "first-task": self._first_task,
+            "working": self._working,
+        }
+
+        def failed(error: ToolError, step: str | None) -> ToolError:
+            return self._fail(error, new=new, resumed_from=resumed_from, step=step)
+
+        StepRunner(self.journal).run(
+            steps, on_failure=failed, before=self._kill_journaled_child, after=self._reached
+        )
+        self.journal.clear()
+        record.error = None
+        self.registry.write(record)
+        document: dict[str, Any] = {
+            "ok": True,
+            "status": "created" if new else "resumed",
+        }
+        if resumed_from is not None:
+            document["resumed_from"] = resumed_from
+        document["unit"] = describe(record, worktree_rows(self.workspace))
+        report_first_turn(document, record)  # a first turn that already failed refuses
+        return document

@@ -1,0 +1,259 @@
+"""What a `unit create` asks for (SPEC 3.3, Phase A): its options validated into a `Request`,
+the checks that need git but change nothing, the record a reservation writes, and the resume
+comparison that refuses a differing immutable field by name.
+
+Nothing here takes a lock or writes: that is unitmgr/lifecycle/create.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pair import api as pair_api
+from pair.identity import identity_home, refuse_same_cli
+from pair.partners import adapter_for
+from pair.partners.script import first_command_word
+from registry.errors import (
+    StateError,
+    UsageError,
+)
+from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
+from registry.redact import redact
+from registry.timeutil import iso_z
+from unitmgr import git, validation
+from unitmgr.admission import Base
+from unitmgr.options import CreateOptions
+from unitmgr.workspace import Workspace, is_inside, real_target, realpath
+
+
+@dataclass(frozen=True)
+class Request:
+    """Validated options."""
+
+    unit_id: str
+    worktree: Path
+    branch: str
+    base: str
+    scope: str
+    validation: str
+    lead: str
+    partner: str
+    reason: str
+    task: str | None
+    paths: list[str]
+    model: str | None
+    effort: str | None
+    identity: str
+    identity_explicit: bool
+    issue: int | None
+    setup: str | None
+    max_active: int
+    max_held: int
+    allow_overlap: bool
+    lock_timeout: float
+    dry_run: bool
+
+
+def command_label(unit_id: str) -> str:
+    return f"unit create --unit {unit_id}"
+
+
+# -- Phase A: validation ------------------------------------------------------------------------
+
+
+def _read_task(task_file: str) -> str:
+    text = validation.read_input_file(task_file, "--task-file", missing_code="task-file-missing")
+    if not text.strip():
+        raise UsageError("task-file-empty", f"task file is empty: {task_file}")
+    return text.strip()
+
+
+def validate(options: CreateOptions, *, resume: bool) -> Request:
+    unit_id = validation.unit_id(options.unit)
+    for option, value in (
+        ("--worktree", options.worktree),
+        ("--branch", options.branch),
+        ("--base", options.base),
+        ("--scope", options.scope),
+        ("--validation", options.validation),
+        ("--lead", options.lead),
+        ("--partner", options.partner),
+        ("--reason", options.reason),
+    ):
+        validation.required(value, option)
+    if not resume:
+        validation.required(options.task_file, "--task-file")
+    assert options.worktree and options.branch and options.base and options.lead
+    assert options.partner and options.reason and options.scope and options.validation
+    worktree = validation.absolute_path(options.worktree, "--worktree")
+    if options.branch.startswith("-"):
+        raise UsageError("invalid-branch", f"invalid branch name: {options.branch!r}")
+    if options.base.startswith("-"):
+        raise UsageError("invalid-base", f"invalid base branch name: {options.base!r}")
+    validation.staffing(
+        lead=options.lead,
+        partner=options.partner,
+        model=options.model,
+        effort=options.effort,
+        identity=options.identity,
+    )
+    model = None if options.model in (None, "CLI-default") else options.model
+    return Request(
+        unit_id=unit_id,
+        worktree=worktree,
+        branch=options.branch,
+        base=options.base,
+        scope=options.scope,
+        validation=options.validation,
+        lead=options.lead,
+        partner=options.partner,
+        reason=options.reason,
+        task=_read_task(options.task_file) if options.task_file else None,
+        paths=validation.write_paths(options.paths),
+        model=model,
+        effort=options.effort,
+        identity=options.identity or "default",
+        identity_explicit=options.identity is not None,
+        issue=validation.issue_number(options.issue),
+        setup=options.setup if options.setup else None,
+        max_active=validation.limit(options.max_active, "--max-active"),
+        max_held=validation.limit(options.max_held, "--max-held"),
+        allow_overlap=options.allow_overlap,
+        lock_timeout=validation.lock_timeout(options.lock_timeout),
+        dry_run=options.dry_run,
+    )
+
+
+def validate_against_repository(workspace: Workspace, request: Request) -> None:
+    """The checks that need git but change nothing: branch format, nesting, script command."""
+    if not git.check_branch_name(request.branch, cwd=workspace.toplevel):
+        raise UsageError(
+            "invalid-branch",
+            f"invalid branch name: {request.branch} — use the repository's convention (for "
+            "example feat/<issue>-<slug>)",
+        )
+    if not git.check_branch_name(request.base, cwd=workspace.toplevel):
+        raise UsageError(
+            "invalid-base",
+            f"invalid base branch name: {request.base!r} — git check-ref-format --branch "
+            "refuses it",
+            next_step="name the base branch exactly, e.g. --base main",
+        )
+    target = real_target(request.worktree)
+    for row in git.list_worktrees(cwd=workspace.toplevel):
+        # An equal path is a conflict with that unit (exit 1, under the registry lock), not a
+        # malformed call.
+        if target != realpath(row.path) and is_inside(target, realpath(row.path)):
+            raise UsageError(
+                "worktree-inside-worktree",
+                f"--worktree {request.worktree} is inside the worktree {row.path} — put unit "
+                "worktrees beside the repository, not in it",
+            )
+    if is_inside(target, realpath(workspace.common_git_dir)):
+        raise UsageError(
+            "worktree-inside-worktree",
+            f"--worktree {request.worktree} is inside the git dir {workspace.common_git_dir}",
+        )
+    adapter = adapter_for(request.partner)
+    adapter.validate_staffing(model=request.model, effort=request.effort, identity=request.identity)
+    home = identity_home(request.partner, request.identity)
+    refuse_same_cli(lead=request.lead, partner=request.partner, partner_home=home)
+    model = request.model
+    if request.partner == "script":
+        # A command found on PATH (or a shell builtin) can be checked before anything is made;
+        # a relative path can only be checked in the worktree, at pair-init.
+        if model and "/" not in first_command_word(model):
+            adapter.preflight(model=model, worktree=workspace.toplevel)
+    elif not request.dry_run:
+        # The binary, and a model the live catalog cannot resolve, refuse before anything is made
+        # (a dry run starts no process but read-only git, so it skips the catalog).
+        pair_api.resolve_model(
+            partner=request.partner,
+            model=model or "CLI-default",
+            effort=request.effort,
+            identity=request.identity,
+        )
+
+
+def new_record(workspace: Workspace, request: Request, base: Base) -> UnitRecord:
+    assert request.task is not None
+    now = iso_z()
+    record = UnitRecord(
+        unit_id=request.unit_id,
+        issue=request.issue,
+        repository=str(workspace.toplevel),
+        common_git_dir=str(workspace.common_git_dir),
+        worktree=str(request.worktree),
+        branch=request.branch,
+        base=request.base,
+        base_ref=base.ref,
+        base_sha=base.sha,
+        lifecycle="creating",
+        lead=request.lead,
+        task=request.task,
+        task_file=str(workspace.registry.manifest_path(request.unit_id)),
+        scope=request.scope,
+        paths=list(request.paths),
+        validation=request.validation,
+        setup=request.setup,
+        resources=Resources(),
+        staffing=StaffingHistory(
+            current=Staffing(
+                partner=request.partner,
+                identity=request.identity,
+                model=request.model,
+                effort=request.effort,
+                reason=request.reason,
+                selected_at=now,
+            )
+        ),
+        created_at=now,
+    )
+    return record
+
+
+# -- resume checks ------------------------------------------------------------------------------
+
+
+def compare_for_resume(record: UnitRecord, request: Request) -> None:
+    """Refuse at the first immutable field that differs (SPEC 3.3 "Resume")."""
+    assert record.staffing is not None
+    current = record.staffing.current
+    comparisons: list[tuple[str, Any, Any]] = [
+        ("identity", current.identity, request.identity),
+        ("issue", record.issue, request.issue),
+        ("worktree", realpath(record.worktree), real_target(request.worktree)),
+        ("branch", record.branch, request.branch),
+        ("base", record.base, request.base),
+        ("lead", record.lead, request.lead),
+        ("partner", current.partner, request.partner),
+        ("model", current.model, request.model),
+        ("effort", current.effort, request.effort),
+        ("reason", current.reason, request.reason),
+        ("scope", record.scope, request.scope),
+        ("validation", record.validation, request.validation),
+        ("setup", record.setup, request.setup),
+        ("paths", record.paths, request.paths),
+    ]
+    if request.task is not None:
+        comparisons.append(("task", record.task, request.task))
+    for name, recorded, requested in comparisons:
+        # The record was written redacted (SPEC 8): compare what each side looks like there.
+        if _redacted(recorded) != _redacted(requested):
+            raise StateError(
+                "cannot-resume",
+                f"unit {record.unit_id} cannot resume: {name} differs",
+                detail={"field": name, "recorded": recorded, "requested": requested},
+                next_step="repeat create with the recorded options (see unit list's recovery "
+                "command)",
+            )
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    return value
