@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -217,7 +218,7 @@ def test_a_missing_manifest_is_rewritten_from_the_task(sandbox: Sandbox) -> None
     assert (sandbox.registry / "tasks" / "u1.md").read_text() == "Add a greeting file.\n"
 
 
-def test_a_forced_dismantle_cut_off_mid_removal_finishes_the_prunable_rest(
+def test_a_dismantle_cut_off_mid_removal_leaves_unlinked_files_to_a_person(
     sandbox: Sandbox,
 ) -> None:
     assert sandbox.create("u1", model="cat").code == 0
@@ -231,7 +232,16 @@ def test_a_forced_dismantle_cut_off_mid_removal_finishes_the_prunable_rest(
     (worktree / ".git").unlink()
     assert "prunable" in git(sandbox.repo, "worktree", "list", "--porcelain")
     resumed = sandbox.unit(*args)
-    assert resumed.code == 0, resumed.stdout
+    # Cut off after `.git` went, the files no longer link back to git's entry: git proves
+    # nothing about them (a forged `gitdir` looks exactly the same, SPEC 2.5), so the repeat
+    # refuses and names the path; once a person has removed what is left, it finishes.
+    assert resumed.code == 1 and resumed["code"] == "record-untrusted", resumed.stdout
+    assert resumed["detail"]["cause"]["field"] == "worktree"
+    assert (worktree / "notes.txt").read_text() == "uncommitted\n"
+    assert resumed["next"]
+    shutil.rmtree(worktree)
+    finished = sandbox.unit(*args)
+    assert finished.code == 0, finished.stdout
     assert_nothing_left(sandbox, "u1")
 
 

@@ -96,12 +96,30 @@ class Ownership:
     """What git proves about one record's targets; built once per command step."""
 
     def __init__(
-        self, workspace: Workspace, record: UnitRecord, others: list[UnitRecord] | None = None
+        self,
+        workspace: Workspace,
+        record: UnitRecord,
+        others: list[UnitRecord | UnreadableRecord] | None = None,
     ) -> None:
         self.workspace = workspace
         self.record = record
-        self.others = [o for o in (others or []) if o.unit_id != record.unit_id]
+        entries = [o for o in (others or []) if o.unit_id != record.unit_id]
+        self.others = [o for o in entries if isinstance(o, UnitRecord)]
+        self.unreadable = [o for o in entries if isinstance(o, UnreadableRecord)]
         self.rows = git.list_worktrees(cwd=workspace.toplevel)
+
+    def refuse_while_unreadable(self) -> None:
+        """Before a target is proven: an unreadable other record may name it, so while one
+        exists nothing is proven (references/decisions.md). A record with no target to prove
+        (a torn record being dismantled) is not held up by another torn one."""
+        for entry in self.unreadable:
+            raise RecordUntrusted(
+                self.record,
+                "registry",
+                str(entry.path),
+                f"unit {entry.unit_id}'s record is unreadable ({entry.code}), so what it owns "
+                "cannot be told apart from this unit's",
+            )
 
     def _untrusted(self, field: str, recorded: Any, reported: str) -> RecordUntrusted:
         return RecordUntrusted(self.record, field, recorded, reported)
@@ -152,6 +170,7 @@ class Ownership:
         if not (gone and row.prunable is not None) and row.branch != record.branch:
             checked_out = row.branch or ("a detached HEAD" if row.detached else "no branch")
             raise self._untrusted("branch", record.branch, f"{row.path} has {checked_out}")
+        self.refuse_while_unreadable()
         return ProvenWorktree(row, admin)
 
     def _prove_location(self, row: git.WorktreeRow, admin: Path) -> None:
@@ -234,6 +253,7 @@ class Ownership:
         record = self.record
         branch = record.branch
         cwd = self.workspace.toplevel
+        self.refuse_while_unreadable()
         if branch == record.base:
             raise self._untrusted("branch", branch, "it is the recorded base")
         if branch in PROTECTED_NAMES:
@@ -251,23 +271,10 @@ class Ownership:
                 raise self._untrusted("branch", branch, f"it is checked out in {row.path}")
 
 
-def others_of(workspace: Workspace, record: UnitRecord) -> list[UnitRecord]:
+def others_of(workspace: Workspace, record: UnitRecord) -> list[UnitRecord | UnreadableRecord]:
     """Every other record: a target two records claim belongs to neither for sure.
 
-    An unreadable other record may name this record's targets, so while one exists nothing is
-    proven and `record-untrusted` names it (references/decisions.md).
+    An unreadable other record may name this record's targets, so while one exists no target
+    is proven and `record-untrusted` names it (`Ownership.refuse_while_unreadable`).
     """
-    others: list[UnitRecord] = []
-    for entry in workspace.registry.scan():
-        if entry.unit_id == record.unit_id:
-            continue
-        if isinstance(entry, UnreadableRecord):
-            raise RecordUntrusted(
-                record,
-                "registry",
-                str(entry.path),
-                f"unit {entry.unit_id}'s record is unreadable ({entry.code}), so what it owns "
-                "cannot be told apart from this unit's",
-            )
-        others.append(entry)
-    return others
+    return [entry for entry in workspace.registry.scan() if entry.unit_id != record.unit_id]
