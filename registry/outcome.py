@@ -52,6 +52,8 @@ def _next_for(document: dict[str, Any], exit_code: int, command: str) -> str:
     """A next step for a failure that names none (SPEC 3.0: `next` is never empty)."""
     if exit_code == EXIT_USAGE:
         words = shlex.split(command)[:2]
+        if len(words) == 2 and words[1].startswith("-"):
+            words = words[:1]  # `unit --bogus`: the program's help, not `unit --bogus --help`
         return f"fix the command line: {shlex.join([*words, '--help'])} lists the options"
     if document.get("retryable"):
         return f"retry later: {command}"

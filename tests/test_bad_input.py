@@ -145,3 +145,15 @@ def test_unreadable_and_too_new_records_are_refused_but_listed(sandbox: Sandbox)
     removed = sandbox.unit("dismantle", "--unit", "torn", "--force", "torn")
     assert removed.code == 0, removed.stdout
     assert not (units / "torn.json").exists() and (units / "future.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "help_command"),
+    [(["--bogus"], "unit --help"), (["create", "--bogus"], "unit create --help")],
+)
+def test_a_usage_error_names_the_help_that_lists_the_options(
+    sandbox: Sandbox, args: list[str], help_command: str
+) -> None:
+    result = run_cli("unit", *args, cwd=sandbox.repo)
+    assert result.code == 2 and result["code"] == "usage", result.stdout
+    assert result["next"] == f"fix the command line: {help_command} lists the options"
