@@ -1,20 +1,32 @@
-"""Start a turn's detached supervisor (`python -m pair _supervise ...`) and wait for its handshake.
+"""Start a turn's detached supervisor and wait for its handshake.
 
 The supervisor runs in its own session with stdin from /dev/null and stdout/stderr to the turn's
 `-supervisor.log`, so nobody capturing the caller's output waits for it. This returns once the
 partner has started (the running record) or the turn already ended (its receipt); it never
 waits for a turn to finish.
+
+How it starts (references/decisions.md, "The supervisor is forked"): a fresh interpreter with
+its imports costs more than the whole 150 ms turn budget (SPEC 7), so on Linux a single-threaded
+caller forks itself — the supervisor's modules imported first — and the child becomes the
+supervisor: new session, stdio reopened, every inherited descriptor closed (an flock held by
+the caller must not live on in the turn), signal handlers reset, and it leaves only by
+`os._exit`, never back into the caller's stack. A caller with other threads (whose locks a fork
+would copy held) and other systems start `python -P -m pair _supervise ...` as before, and so
+does `UNITMGR_PAIR_SUPERVISOR=exec`. Either way the supervisor is this process's child, so its
+pid cannot be reused while the handshake watches it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, Protocol
 
 from pair.errors import StateError
 from pair.paths import PairPaths
@@ -23,34 +35,172 @@ from registry.processes import ProcessIdentity, identify, kill_tree
 from registry.timeutil import seconds_from_env
 
 HANDSHAKE_SECONDS = 10.0
+HANDSHAKE_POLL_SECONDS = 0.01
+# The supervisor's name in `ps -o comm` / psutil's name() when forked (its argv stays the caller's).
+FORKED_NAME = b"pair-supervise"
+
+
+class Supervisor(Protocol):
+    """The started supervisor, a child of this process: a `subprocess.Popen` or a forked child."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+    def wait(self) -> int: ...
+
+
+class ForkedSupervisor:
+    """A supervisor forked from this process (the `Popen` methods the handshake uses)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = -1  # reaped elsewhere: it is gone either way
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+                self.returncode = os.waitstatus_to_exitcode(status)
+            except ChildProcessError:
+                self.returncode = -1
+        return self.returncode
+
+
+# Forked supervisors still running when their launch returned: reaped (without blocking) at the
+# next launch, as `subprocess` does for a dropped `Popen`, so a long-lived caller keeps no zombies.
+_unreaped: list[ForkedSupervisor] = []
+
+
+def _reap_finished() -> None:
+    _unreaped[:] = [child for child in _unreaped if child.poll() is None]
+
+
+def _forks() -> bool:
+    """Whether to fork the supervisor: on Linux, single-threaded, unless told to exec."""
+    return (
+        sys.platform.startswith("linux")
+        and threading.active_count() == 1
+        and os.environ.get("UNITMGR_PAIR_SUPERVISOR") != "exec"
+    )
+
+
+def _exec_supervisor(paths: PairPaths, seq: int, token: str, log_fd: int) -> Supervisor:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-P",  # never import from the cwd: a worktree may hold its own `pair/` package
+            "-m",
+            "pair",
+            "_supervise",
+            "--state-dir",
+            str(paths.state_dir),
+            "--seq",
+            str(seq),
+            "--token",
+            token,
+        ],
+        cwd=paths.state_dir,
+        stdin=subprocess.DEVNULL,
+        stdout=log_fd,
+        stderr=log_fd,
+        start_new_session=True,
+    )
+
+
+def _fork_supervisor(paths: PairPaths, seq: int, token: str, log_fd: int) -> Supervisor:
+    import gc
+
+    from pair import supervisor  # imported once, here: the child starts with it loaded
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()  # a buffered line must not be written twice, once by the child
+    gc.freeze()  # the child never collects (and so never closes) the caller's objects
+    try:
+        pid = os.fork()
+    except BaseException:
+        gc.unfreeze()
+        raise
+    if pid == 0:
+        _become_supervisor(supervisor.supervise, paths.state_dir, seq, token, log_fd)
+    gc.unfreeze()
+    child = ForkedSupervisor(pid)
+    _unreaped.append(child)
+    return child
+
+
+def _become_supervisor(
+    supervise: Any, state_dir: Path, seq: int, token: str, log_fd: int
+) -> NoReturn:
+    """The forked child: detach, keep only stdio, run the turn, and `os._exit` — whatever
+    happens, control never returns into the caller's stack."""
+    code = 1
+    try:
+        os.setsid()
+        os.chdir(state_dir)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        for name in os.listdir("/proc/self/fd"):
+            if int(name) > 2:
+                with contextlib.suppress(OSError):
+                    os.close(int(name))  # the caller's locks, pipes and sockets
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the process's own stdio)
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+        import faulthandler
+
+        if faulthandler.is_enabled():
+            faulthandler.enable(sys.stderr)  # its old descriptor is closed
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        from registry.errors import reset_interrupt_hold
+
+        reset_interrupt_hold()
+        with contextlib.suppress(OSError), open("/proc/self/comm", "wb") as comm:
+            comm.write(FORKED_NAME)
+        code = supervise(state_dir, seq, token)
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            import traceback
+
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
 
 
 def start_supervisor(
     paths: PairPaths, root: Path, seq: int, kind: str, token: str
 ) -> dict[str, Any]:
+    _reap_finished()
     log_file = paths.turn_file(seq, kind, "-supervisor.log")
     log_fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        supervisor = subprocess.Popen(
-            [
-                sys.executable,
-                "-P",  # never import from the cwd: a worktree may hold its own `pair/` package
-                "-m",
-                "pair",
-                "_supervise",
-                "--state-dir",
-                str(paths.state_dir),
-                "--seq",
-                str(seq),
-                "--token",
-                token,
-            ],
-            cwd=paths.state_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=log_fd,
-            stderr=log_fd,
-            start_new_session=True,
-        )
+        start = _fork_supervisor if _forks() else _exec_supervisor
+        supervisor = start(paths, seq, token, log_fd)
     except OSError as error:
         release_owned_marker(paths, token)
         raise StateError(
@@ -100,12 +250,11 @@ def start_supervisor(
                 next_step=f"read {log_file}, then resend: pair send --repo {root} --kind {kind} "
                 "--body-file FILE",
             )
-        time.sleep(0.01)
+        # Never past the deadline: a supervisor that misses it is stopped at the deadline.
+        time.sleep(max(0.0, min(HANDSHAKE_POLL_SECONDS, deadline - time.monotonic())))
 
 
-def _stop_late_supervisor(
-    paths: PairPaths, supervisor: subprocess.Popen[bytes], token: str
-) -> None:
+def _stop_late_supervisor(paths: PairPaths, supervisor: Supervisor, token: str) -> None:
     """Kill a supervisor that missed its handshake, with its group and every descendant (a
     partner it may have started meanwhile), then release the marker: no orphan may run the turn
     later. It is our child and not yet reaped, so its pid cannot belong to anyone else."""

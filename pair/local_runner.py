@@ -1,12 +1,13 @@
 """`LocalRunner`: turns run on this machine, under a detached supervisor (`pair.supervisor`).
 
-The one implementation of `pair.runner.TurnRunner`. `start` launches `python -m pair _supervise`
-(`pair.launch`); the supervisor records itself and the partner in the in-flight marker, runs the
-turn, writes the transcript and the receipt, and releases the marker. Everything else here reads
-those files and probes the processes the marker names (pid and start time, never a bare pid):
-nothing is kept in memory between calls, so any process — `pair`, `unit`, a test — may call any
-method. `cancel` signals the supervisor (which owns the receipt and is the subreaper of the
-partner's descendants) and, when none is left, stops the turn itself.
+The one implementation of `pair.runner.TurnRunner`. `start` launches the supervisor
+(`pair.launch`: forked, or `python -m pair _supervise`); the supervisor records itself and the
+partner in the in-flight marker, runs the turn, writes the transcript and the receipt, and
+releases the marker. Everything else here reads those files and probes the processes the marker
+names (pid and start time, never a bare pid): nothing is kept in memory between calls, so any
+process — `pair`, `unit`, a test — may call any method. `cancel` signals the supervisor (which
+owns the receipt and is the subreaper of the partner's descendants) and, when none is left,
+stops the turn itself.
 
 It never imports GitPython or PyGithub, and never touches another pair's state dir.
 """

@@ -108,6 +108,11 @@ def release_interrupts() -> None:
         raise Interrupted(signum)
 
 
+def reset_interrupt_hold() -> None:
+    """Forget a hold and a held signal: for a forked child, which starts its own command."""
+    _InterruptHold.depth, _InterruptHold.pending = 0, None
+
+
 class UsageError(ToolError):
     exit_code = EXIT_USAGE
 

@@ -1,0 +1,78 @@
+"""How a turn's supervisor starts (pair/launch.py): forked from a single-threaded caller on Linux,
+a fresh interpreter otherwise. A forked supervisor keeps none of the caller's descriptors (an flock
+the caller holds is the caller's alone), is the caller's child as an exec'd one is, and is reaped
+at the next launch."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.conftest import Sandbox, wait_until
+from tests.test_pair import init_script
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is Linux-only")
+
+
+def _start(sandbox: Sandbox) -> psutil.Process:
+    from pair import api
+
+    running = api.send(sandbox.repo, kind="task", body="measure", background=True)
+    assert running["status"] == "running", running
+    return psutil.Process(running["supervisor_pid"])
+
+
+def _finish(sandbox: Sandbox, gate: Path) -> dict[str, Any]:
+    from pair import api
+
+    gate.write_text("go")
+    receipt = api.wait(sandbox.repo, timeout_min=1)
+    assert receipt["status"] == "replied" and receipt["reply"] == "late", receipt
+    return receipt
+
+
+def test_the_supervisor_is_forked_only_from_a_single_threaded_caller(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = sandbox.root / "gate"
+    # Each turn waits for its own gate file and consumes it, so the supervisor is alive to inspect.
+    init_script(
+        sandbox, f"cat >/dev/null; while [ ! -f {gate} ]; do sleep 0.02; done; rm {gate}; echo late"
+    )
+    lock_file = sandbox.root / "caller.lock"
+    held = open(lock_file, "w")  # noqa: SIM115 (closed below, while the turn still runs)
+    fcntl.flock(held, fcntl.LOCK_EX)
+
+    forked = _start(sandbox)
+    assert forked.name() == "pair-supervise" and "_supervise" not in forked.cmdline()
+    assert forked.ppid() == os.getpid()
+    held.close()  # the caller's lock is gone with the caller's descriptor: none was inherited
+    with open(lock_file) as again:
+        fcntl.flock(again, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert Path(_finish(sandbox, gate)["receipt_file"]).exists()
+    wait_until(lambda: forked.status() == psutil.STATUS_ZOMBIE)  # ours to reap, at the next launch
+
+    monkeypatch.setenv("UNITMGR_PAIR_SUPERVISOR", "exec")
+    told = _start(sandbox)
+    assert not psutil.pid_exists(forked.pid), "the finished forked supervisor was not reaped"
+    assert "_supervise" in told.cmdline()
+    _finish(sandbox, gate)
+
+    monkeypatch.delenv("UNITMGR_PAIR_SUPERVISOR")
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        threaded = _start(sandbox)  # a fork would copy the other thread's locks held
+        assert "_supervise" in threaded.cmdline() and threaded.ppid() == os.getpid()
+        _finish(sandbox, gate)
+    finally:
+        stop.set()
+        other.join()
