@@ -2,24 +2,54 @@
 `clear`, `end`, `resolve_model`, and where a pair's files are.
 
 A façade: each command lives in its own module under `pair/commands/`; this module only
-re-exports them, so `unit` and tests call `pair.api.<name>` whatever the layout. Each command
-returns the dict the CLI prints and raises `ToolError` subclasses carrying `code` and `reason`.
-`unit` calls these in-process; the only processes pair ever starts are the detached supervisor
-and the partner it runs. Nothing is defined here.
+re-exports them, so `unit` and tests call `pair.api.<name>` whatever the layout. A command's
+module is imported when its name is first used (the type checker sees plain imports). Each
+command returns the dict the CLI prints and raises `ToolError` subclasses carrying `code` and
+`reason`. `unit` calls these in-process; the only processes pair ever starts are the detached
+supervisor and the partner it runs. Nothing is defined here but that lookup.
 """
 
 from __future__ import annotations
 
-from pair.commands.cancel import cancel, cancel_state
-from pair.commands.clear import clear, clear_state
-from pair.commands.end import close_state, end, end_state
-from pair.commands.init import init
-from pair.commands.resolve import resolve_model
-from pair.commands.send import send
-from pair.commands.shared import parse_minutes, paths_at, paths_for
-from pair.commands.status import read_status, status
-from pair.commands.wait import ended_receipt, wait
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from pair.paths import PairPaths, is_log, is_receipt, state_dir_for
+
+if TYPE_CHECKING:
+    from pair.commands.cancel import cancel, cancel_state
+    from pair.commands.clear import clear, clear_state
+    from pair.commands.end import close_state, end, end_state
+    from pair.commands.init import init
+    from pair.commands.resolve import resolve_model
+    from pair.commands.send import send
+    from pair.commands.shared import parse_minutes, paths_at, paths_for
+    from pair.commands.status import read_status, status
+    from pair.commands.wait import ended_receipt, wait
+
+# Where each command lives: a caller pays only for the modules of the commands it uses
+# (`unit status --all` reads status and imports no runner; `pair send` loads no `init`).
+_MODULE_OF = {
+    **dict.fromkeys(("cancel", "cancel_state"), "cancel"),
+    **dict.fromkeys(("clear", "clear_state"), "clear"),
+    **dict.fromkeys(("close_state", "end", "end_state"), "end"),
+    "init": "init",
+    "resolve_model": "resolve",
+    "send": "send",
+    **dict.fromkeys(("parse_minutes", "paths_at", "paths_for"), "shared"),
+    **dict.fromkeys(("read_status", "status"), "status"),
+    **dict.fromkeys(("ended_receipt", "wait"), "wait"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"pair.commands.{module}"), name)
+    globals()[name] = value  # once: the next lookup is a plain attribute
+    return value
+
 
 __all__ = [
     "PairPaths",

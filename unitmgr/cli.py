@@ -1,64 +1,79 @@
 """The `unit` command line: the Typer app, assembled from one module per verb.
 
 Each command (unitmgr/commands/) parses, calls one lifecycle or view function and renders.
-Heavy modules are imported inside the commands that need them, so `unit --help` and
-`unit status --all` start fast (tests/test_architecture.py checks that `github` and `git` stay
-out of the start-up path); a plain `status --all` or `list` does not even come here
-(unitmgr/entry.py).
+A command line that names a command imports only that command's module; heavy modules are
+imported inside the commands that need them, so `unit --help` and `unit status --all` start
+fast (tests/test_architecture.py checks that `github` and `git` stay out of the start-up path);
+a plain `status --all` or `list` does not even come here (unitmgr/entry.py).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 import typer
 
 from registry.cli_runner import run
-from unitmgr.commands import (
-    addendum,
-    cancel,
-    create,
-    dismantle,
-    intake,
-    list_units,
-    merge,
-    restaff,
-    scope,
-    status,
-    verify,
-    wait,
-    watch,
-)
 
-app = typer.Typer(
-    name="unit",
-    help="Create, monitor and dismantle units: one worktree, one branch, one executor pair.",
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
+# The order `unit --help` lists them in, and the module (unitmgr/commands/) of each.
+COMMANDS = {
+    "create": "create",
+    "list": "list_units",
+    "status": "status",
+    "dismantle": "dismantle",
+    "restaff": "restaff",
+    "cancel": "cancel",
+    "addendum": "addendum",
+    "scope": "scope",
+    "verify": "verify",
+    "wait": "wait",
+    "intake": "intake",
+    "merge": "merge",
+    "watch": "watch",
+}
 
-# The order `unit --help` lists them in.
-for name, module in (
-    ("create", create),
-    ("list", list_units),
-    ("status", status),
-    ("dismantle", dismantle),
-    ("restaff", restaff),
-    ("cancel", cancel),
-    ("addendum", addendum),
-    ("scope", scope),
-    ("verify", verify),
-    ("wait", wait),
-    ("intake", intake),
-    ("merge", merge),
-    ("watch", watch),
-):
-    app.command(name)(module.command)
+
+def build(names: Sequence[str]) -> typer.Typer:
+    """The Typer app with the commands `names`, each module imported only now."""
+    built = typer.Typer(
+        name="unit",
+        help="Create, monitor and dismantle units: one worktree, one branch, one executor pair.",
+        add_completion=False,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+    )
+    for name in names:
+        module = importlib.import_module(f"unitmgr.commands.{COMMANDS[name]}")
+        built.command(name)(module.command)
+    return built
+
+
+@functools.cache
+def whole_app() -> typer.Typer:
+    """Every command: for `unit --help`, an unknown command, and the docs tests."""
+    return build(list(COMMANDS))
+
+
+def app_for(arguments: Sequence[str]) -> typer.Typer:
+    """Only the command the command line names (its module and nothing else: importing all
+    thirteen costs more than a bare Python start), else the whole app."""
+    first = arguments[0] if arguments else None
+    return build([first]) if first in COMMANDS else whole_app()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # `from unitmgr.cli import app`: the whole app, built on first use
+        return whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(app, argv, "unit")
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    return run(app_for(arguments), arguments, "unit")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,53 @@
+"""Start-up stays light (SPEC 7): a command line that names a command imports that command's
+module only, for `unit` and for `pair`; `unit --help` still builds every command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROBE = """
+import contextlib, io, json, sys
+
+def loaded(prefix):
+    return sorted(m for m in sys.modules if m.startswith(prefix))
+
+repo = sys.argv[1]
+found = {}
+with contextlib.redirect_stdout(io.StringIO()):
+    from unitmgr.cli import main as unit
+    unit(["status", "--unit", "nobody", "--repo", repo])
+    found["unit status"] = loaded("unitmgr.commands.")
+    from pair.cli import main as pair
+    pair(["status", "--repo", repo])
+    found["pair status"] = loaded("pair.commands.")
+    unit(["--help"])
+    found["unit --help"] = loaded("unitmgr.commands.")
+print(json.dumps(found))
+"""
+
+
+def test_a_named_command_imports_only_its_own_module(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path / "r")], check=True)
+    completed = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    found = json.loads(completed.stdout)
+    assert found["unit status"] == [
+        "unitmgr.commands.common",
+        "unitmgr.commands.status",
+    ], found
+    # `pair status` reads files: no send, init or wait module (and so no runner) behind it.
+    assert found["pair status"] == ["pair.commands.shared", "pair.commands.status"], found
+    from unitmgr.cli import COMMANDS
+
+    every = {f"unitmgr.commands.{module}" for module in COMMANDS.values()}
+    assert every <= set(found["unit --help"]), found
