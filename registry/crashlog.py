@@ -13,7 +13,6 @@ opened none (a usage error, `pair` outside a unit) writes no log. It knows no gi
 from __future__ import annotations
 
 import os
-import traceback
 from pathlib import Path
 
 from registry.atomic import ensure_private_dir, write_text_atomic
@@ -45,6 +44,8 @@ def write(error: BaseException, command_line: str) -> Path | None:
     """Keep `error`'s redacted traceback (with its whole chain) in a new log file; its path,
     or None when no registry was opened or the log cannot be written (the document still
     carries the traceback)."""
+    import traceback  # only on a failure: off every command's start-up path
+
     root = _opened[-1] if _opened else None
     if root is None or not root.parent.is_dir():
         return None

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import time
 from functools import lru_cache
 
@@ -54,8 +52,10 @@ _LONGEST_TOKEN = 4096
 def gh_auth_token() -> str | None:
     """`gh auth token`, once per process (None when gh is absent, logged out, or
     `UNITMGR_SKIP_GH_AUTH_TOKEN=1`): a secret to mask, and the GitHub client's fallback token."""
-    if os.environ.get("UNITMGR_SKIP_GH_AUTH_TOKEN") == "1" or shutil.which("gh") is None:
+    if os.environ.get("UNITMGR_SKIP_GH_AUTH_TOKEN") == "1" or not _on_path("gh"):
         return None
+    import subprocess  # here: only when there is a gh to ask
+
     try:
         completed = subprocess.run(
             ["gh", "auth", "token"],
@@ -69,6 +69,16 @@ def gh_auth_token() -> str | None:
         return None
     token = completed.stdout.decode("utf-8", "replace").strip()
     return token if completed.returncode == 0 and token else None
+
+
+def _on_path(program: str) -> bool:
+    """Whether `program` is an executable file on PATH (what `shutil.which` answers, without
+    importing shutil and its archive modules into every command's start-up)."""
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or os.curdir, program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return True
+    return False
 
 
 def is_secret_variable(name: str) -> bool:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = """
@@ -51,3 +53,27 @@ def test_a_named_command_imports_only_its_own_module(tmp_path: Path) -> None:
 
     every = {f"unitmgr.commands.{module}" for module in COMMANDS.values()}
     assert every <= set(found["unit --help"]), found
+
+
+def test_the_gh_token_is_asked_only_of_an_executable_gh_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gh auth token` is found on PATH without shutil (kept off the start-up path); its token
+    is masked, and a `gh` that is no executable file is never run."""
+    from registry import redact
+
+    token = "opaque-gh-token-" + "9" * 12  # no known token shape: only asking gh masks it
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    gh = tools / "gh"
+    gh.write_text(f"#!/bin/sh\necho {token}\n")
+    monkeypatch.delenv("UNITMGR_SKIP_GH_AUTH_TOKEN")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'missing'}:{tools}")  # no other gh to find
+    redact.gh_auth_token.cache_clear()
+    try:
+        assert redact.gh_auth_token() is None  # not executable yet: not a program to run
+        redact.gh_auth_token.cache_clear()
+        gh.chmod(0o755)
+        assert redact.redact(f"pushed with {token}.") == "pushed with ***."
+    finally:
+        redact.gh_auth_token.cache_clear()
