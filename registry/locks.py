@@ -50,6 +50,8 @@ class Deadline:
 
 @dataclass(frozen=True)
 class Holder:
+    """Who holds a lock: its process and command, and since when."""
+
     pid: int
     create_time: float
     command: str

@@ -30,6 +30,8 @@ CREATE_TIME_TOLERANCE = 1.0
 
 @dataclass(frozen=True)
 class ProcessIdentity:
+    """One process, as recorded: pid, start time, group and a label (see `is_alive`)."""
+
     pid: int
     create_time: float
     pgid: int | None = None
@@ -295,6 +297,8 @@ class ChildTimeout(Exception):
 
 @dataclass(frozen=True)
 class StreamedResult:
+    """A finished `run_streamed` child: exit code, the tail of its output, duration."""
+
     exit_code: int
     output_tail: str
     seconds: float

@@ -152,6 +152,8 @@ class Resources(Record):
 
 @dataclasses.dataclass(kw_only=True)
 class Staffing(Record):
+    """Who executes the unit: partner, identity, model and effort, and why."""
+
     partner: str
     identity: str = "default"
     model: str | None = None
@@ -162,6 +164,8 @@ class Staffing(Record):
 
 @dataclasses.dataclass(kw_only=True)
 class StaffingHistory(Record):
+    """The current staffing and every earlier one."""
+
     current: Staffing
     history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 

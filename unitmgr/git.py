@@ -59,6 +59,8 @@ class GitTimeout(StateError):
 
 @dataclass(frozen=True)
 class GitResult:
+    """A finished git command's exit code and output."""
+
     returncode: int
     stdout: str
     stderr: str
@@ -121,6 +123,8 @@ def run_git(
 
 @dataclass(frozen=True)
 class RepositoryPaths:
+    """A repository's worktree top level and its common git dir."""
+
     toplevel: Path
     common_git_dir: Path
 
@@ -233,6 +237,8 @@ def remote_branch_head(branch: str, *, cwd: Path) -> str | None:
 
 @dataclass(frozen=True)
 class WorktreeRow:
+    """One entry of `git worktree list --porcelain`."""
+
     path: str
     head: str | None
     branch: str | None  # short name, without refs/heads/

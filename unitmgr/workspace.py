@@ -14,6 +14,8 @@ from unitmgr import git
 
 @dataclass(frozen=True)
 class Workspace:
+    """The repository a command runs against: its toplevel, common git dir and registry."""
+
     toplevel: Path
     common_git_dir: Path
     registry: Registry

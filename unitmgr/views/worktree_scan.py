@@ -32,6 +32,8 @@ _R = TypeVar("_R")
 
 @dataclass(frozen=True)
 class WorktreeFacts:
+    """What git said about one worktree (each None when its git call failed)."""
+
     counts: tuple[int, int] | None  # (ahead, behind) against the base ref; None: git failed
     entries: list[str] | None  # `git status --porcelain` entries; None: git failed
     committed: list[str] | None  # files changed on HEAD since its merge base; None: git failed
@@ -39,6 +41,8 @@ class WorktreeFacts:
 
 @dataclass(frozen=True)
 class WorktreeJob:
+    """One worktree to scan, and what `git worktree list` already told about it."""
+
     worktree: Path
     base_ref: str
     branch: str | None  # the branch checked out there (from `git worktree list`), None: detached
