@@ -4,7 +4,10 @@ The partner is the `script` partner whose first and last commands write a nanose
 (`date +%s%N`, so the partner's own start-up counts against pair, not for it); the receipt's
 time is its file's mtime (written once, atomically). Measured through the library, as `unit`
 calls it (`pair.api.send` in-process, foreground), and through the `pair send` CLI, whose
-Python start-up is included; for a writable turn (with the ref audit) and a read-only one.
+Python start-up is included; for a writable turn (with the ref audit) and a read-only one. The
+supervisor is forked from the sender (pair/launch.py); the rows marked "exec'd supervisor"
+start it as a fresh interpreter instead (`UNITMGR_PAIR_SUPERVISOR=exec`: a caller with threads,
+and every turn before the fork), in the same run.
 Target: the two overheads together at most 150 ms; the yardstick is `python -c pass` in the
 same run. Nothing per turn may wait on a call known to be refused.
 """
@@ -98,17 +101,22 @@ def measure() -> tuple[list[tuple[str, float, float, float]], float, float]:
         imports: list[float] = []
         supervisor_imports = [sys.executable, "-P", "-c", "import pair.supervisor, psutil"]
         rows = []
-        for label, write, cli in (
-            ("library, writable (ref audit)", True, False),
-            ("library, read-only", False, False),
-            ("`pair send` CLI, writable", True, True),
+        for label, write, cli, forked in (
+            ("library, writable (ref audit)", True, False, True),
+            ("library, read-only", False, False, True),
+            ("`pair send` CLI, writable", True, True, True),
+            ("library, writable, exec'd supervisor", True, False, False),
+            ("`pair send` CLI, writable, exec'd supervisor", True, True, False),
         ):
-            _one_turn(repo, marks, body, write, cli, env)  # warm the page cache
+            turn_env = env if forked else {**env, "UNITMGR_PAIR_SUPERVISOR": "exec"}
+            os.environ.clear()
+            os.environ.update(turn_env)
+            _one_turn(repo, marks, body, write, cli, turn_env)  # warm the page cache
             samples = []
             for _ in range(RUNS):
                 yardsticks.append(_timed([sys.executable, "-c", "pass"], env, root))
                 imports.append(_timed(supervisor_imports, env, root))
-                samples.append(_one_turn(repo, marks, body, write, cli, env))
+                samples.append(_one_turn(repo, marks, body, write, cli, turn_env))
             start = statistics.median(sample[0] for sample in samples)
             finish = statistics.median(sample[1] for sample in samples)
             whole = statistics.median(sample[2] for sample in samples)
