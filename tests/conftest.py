@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests import cli_client as cli_zygote
 from unitmgr import demo
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -147,15 +148,11 @@ class Result:
 def run_cli(
     program: str, *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> Result:
-    completed = subprocess.run(
-        [program, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
+    environment = dict(os.environ if env is None else env)
+    if cli_zygote.serves(program, environment):
+        completed = cli_zygote.run(program, list(args), cwd=cwd, env=environment, timeout=timeout)
+    else:
+        completed = cli_zygote.run_fresh(program, list(args), cwd=cwd, env=env, timeout=timeout)
     CLI_OUTPUTS.append(completed.stdout + completed.stderr)
     try:
         document = json.loads(completed.stdout) if completed.stdout.strip() else None
@@ -299,10 +296,12 @@ def _stop_leftover_turns(box: Sandbox) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _check_cli_installed() -> None:
+def _check_cli_installed() -> Iterator[None]:
     for program in ("unit", "pair"):
         if shutil.which(program, path=VENV_BIN) is None:
             pytest.exit(f"{program} is not installed in {VENV_BIN}: pip install -e '.[test]'")
+    yield
+    cli_zygote.stop()  # the warm interpreter `run_cli` started, if it did
 
 
 FAKES = Path(__file__).resolve().parent / "fakes"
