@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests import cli_client as cli_zygote
 from unitmgr import demo
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -147,15 +149,11 @@ class Result:
 def run_cli(
     program: str, *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> Result:
-    completed = subprocess.run(
-        [program, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
+    environment = dict(os.environ if env is None else env)
+    if cli_zygote.serves(program, environment):
+        completed = cli_zygote.run(program, list(args), cwd=cwd, env=environment, timeout=timeout)
+    else:
+        completed = cli_zygote.run_fresh(program, list(args), cwd=cwd, env=env, timeout=timeout)
     CLI_OUTPUTS.append(completed.stdout + completed.stderr)
     try:
         document = json.loads(completed.stdout) if completed.stdout.strip() else None
@@ -164,25 +162,77 @@ def run_cli(
     return Result(completed.returncode, document, completed.stdout, completed.stderr)
 
 
+def _build_repositories(root: Path, *, with_origin: bool) -> None:
+    """What every sandbox starts from: `repo` with one commit on `main`, pushed to a bare
+    `origin.git` (or no origin)."""
+    root.mkdir(parents=True, exist_ok=True)
+    repo = root / "repo"
+    if with_origin:
+        git(root, "init", "-q", "--bare", "origin.git")
+        git(root, "clone", "-q", str(root / "origin.git"), "repo")
+    else:
+        git(root, "init", "-q", "repo")
+    (repo / "README.md").write_text("# sandbox\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "initial")
+    if with_origin:
+        git(repo, "push", "-q", "origin", "HEAD:main")
+        git(repo, "fetch", "-q", "origin")
+
+
+# Built once per test process and per git setting (7 git processes), then copied into each
+# sandbox with its own root written over the template's wherever git recorded the path.
+_TEMPLATES: dict[tuple[Any, ...], Path] = {}
+_TEMPLATE_DIR: list[Path] = []
+
+
+def _git_settings() -> tuple[Any, ...]:
+    """Everything the repositories built here depend on besides the root they are built in."""
+    home = Path(os.environ.get("HOME", "~")).expanduser()
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    configs = []
+    for path in (home / ".gitconfig", xdg / "git" / "config"):
+        configs.append(path.read_text() if path.is_file() else None)
+    variables = sorted((key, value) for key, value in os.environ.items() if key.startswith("GIT_"))
+    return (*configs, *variables)
+
+
+def _copy_template(root: Path, *, with_origin: bool) -> None:
+    key = (with_origin, *_git_settings())
+    template = _TEMPLATES.get(key)
+    if template is None:
+        if not _TEMPLATE_DIR:
+            _TEMPLATE_DIR.append(Path(tempfile.mkdtemp(prefix="unitmgr-sandbox-templates-")))
+        template = _TEMPLATE_DIR[0] / f"t{len(_TEMPLATES)}"
+        _build_repositories(template, with_origin=with_origin)
+        _TEMPLATES[key] = template
+    shutil.copytree(template, root, symlinks=True, dirs_exist_ok=True)
+    old, new = str(template).encode(), str(root).encode()
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink() and "objects" not in path.parts:
+            data = path.read_bytes()
+            if old in data:
+                path.write_bytes(data.replace(old, new))
+    # The index caches each file's inode and ctime, which the copy changed: refreshed now, as a
+    # fresh checkout would be, so no later read has git rewrite it.
+    git(root / "repo", "update-index", "-q", "--refresh")
+
+
+def _remove_templates() -> None:
+    for directory in _TEMPLATE_DIR:
+        shutil.rmtree(directory, ignore_errors=True)
+    _TEMPLATE_DIR.clear()
+    _TEMPLATES.clear()
+
+
 class Sandbox:
     """A repository with a bare origin, and helpers that drive the real CLIs against it."""
 
     def __init__(self, root: Path, *, with_origin: bool = True) -> None:
         self.root = root
-        root.mkdir(parents=True, exist_ok=True)
         self.repo = root / "repo"
         self.origin = root / "origin.git" if with_origin else None
-        if with_origin:
-            git(root, "init", "-q", "--bare", "origin.git")
-            git(root, "clone", "-q", str(self.origin), "repo")
-        else:
-            git(root, "init", "-q", "repo")
-        (self.repo / "README.md").write_text("# sandbox\n")
-        git(self.repo, "add", "README.md")
-        git(self.repo, "commit", "-q", "-m", "initial")
-        if with_origin:
-            git(self.repo, "push", "-q", "origin", "HEAD:main")
-            git(self.repo, "fetch", "-q", "origin")
+        _copy_template(root, with_origin=with_origin)
         self.task = root / "task.md"
         self.task.write_text("Add a greeting file.\n")
 
@@ -299,10 +349,13 @@ def _stop_leftover_turns(box: Sandbox) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _check_cli_installed() -> None:
+def _check_cli_installed() -> Iterator[None]:
     for program in ("unit", "pair"):
         if shutil.which(program, path=VENV_BIN) is None:
             pytest.exit(f"{program} is not installed in {VENV_BIN}: pip install -e '.[test]'")
+    yield
+    cli_zygote.stop()  # the warm interpreter `run_cli` started, if it did
+    _remove_templates()
 
 
 FAKES = Path(__file__).resolve().parent / "fakes"

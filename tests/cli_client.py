@@ -1,0 +1,181 @@
+"""The tests' side of tests/cli_zygote.py: run a `unit`/`pair` command line in a warm fork.
+
+`run` answers like `subprocess.run([...], capture_output=True, text=True, timeout=...,
+stdin=DEVNULL)`: the same `CompletedProcess` (stdout and stderr decoded with universal
+newlines), `TimeoutExpired` after killing the command, and it returns only once both output
+pipes are closed — by the command and by anything it left running — as `subprocess.run` does.
+One server per test process, started on first use and stopped at the end of the session.
+Command lines it cannot serve faithfully (interpreter settings such as `PYTHON*` that differ
+from the server's, another locale, `UNITMGR_TESTS_FRESH_CLI=1`, a program that is not the venv's
+console script) run as a fresh process instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+VENV_BIN = Path(sys.executable).parent
+SERVER = Path(__file__).with_name("cli_zygote.py")
+# Read at import: the isolation fixture clears UNITMGR_* from every test's environment.
+FRESH = os.environ.get("UNITMGR_TESTS_FRESH_CLI", "").strip() == "1"
+# Settings a fresh interpreter reads at start-up, which a warm fork would not honour.
+_STARTUP_SETTINGS = ("PYTHON", "LC_ALL", "LC_CTYPE")
+_server: subprocess.Popen[str] | None = None
+_socket_dir: str | None = None
+_settings: dict[str, str] | None = None
+
+
+def _startup_settings(env: dict[str, str]) -> dict[str, str]:
+    return {key: value for key, value in env.items() if key.startswith(_STARTUP_SETTINGS)}
+
+
+def serves(program: str, env: dict[str, str]) -> bool:
+    """Whether a warm fork would start exactly as a fresh console script would here."""
+    if FRESH or program not in ("unit", "pair"):
+        return False
+    if shutil.which(program, path=env.get("PATH")) != str(VENV_BIN / program):
+        return False
+    if env.get("LANG", "C.UTF-8") not in ("C.UTF-8", "C.utf8"):
+        return False
+    return _settings is None or _startup_settings(env) == _settings
+
+
+def _socket_path(env: dict[str, str]) -> str:
+    global _server, _socket_dir, _settings
+    if _server is not None and _server.poll() is None:
+        assert _socket_dir is not None
+        return os.path.join(_socket_dir, "zygote.sock")
+    _socket_dir = tempfile.mkdtemp(prefix="unitmgr-zygote-")
+    path = os.path.join(_socket_dir, "zygote.sock")
+    # The interpreter's own start-up settings (PYTHONDONTWRITEBYTECODE, ...) are the callers'.
+    _settings = _startup_settings(env)
+    environment = {**_settings, "LANG": "C.UTF-8", "PATH": env.get("PATH", "")}
+    _server = subprocess.Popen(
+        [sys.executable, "-P", str(SERVER), path],
+        cwd="/",
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert _server.stdout is not None
+    if _server.stdout.readline().strip() != "ready":
+        raise RuntimeError("the CLI zygote did not start (run with UNITMGR_TESTS_FRESH_CLI=1)")
+    return path
+
+
+def stop() -> None:
+    global _server, _socket_dir
+    if _server is not None:
+        _server.kill()
+        _server.wait()
+        _server = None
+    if _socket_dir is not None:
+        shutil.rmtree(_socket_dir, ignore_errors=True)
+        _socket_dir = None
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="strict").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _read_message(connection: socket.socket, buffer: bytearray, deadline: float) -> dict | None:
+    while b"\n" not in buffer:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        connection.settimeout(remaining)
+        try:
+            data = connection.recv(4096)
+        except TimeoutError:
+            return None
+        if not data:
+            raise RuntimeError("the CLI zygote closed the connection")
+        buffer += data
+    line, _, rest = bytes(buffer).partition(b"\n")
+    buffer[:] = rest
+    message: dict = json.loads(line)
+    return message
+
+
+def run_fresh(
+    program: str, argv: list[str], *, cwd: Path, env: dict[str, str] | None, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """The command line as its own fresh process: what `run` stands in for."""
+    return subprocess.run(
+        [program, *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def run(
+    program: str, argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    deadline = time.monotonic() + timeout
+    command = [program, *argv]
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(_socket_path(env))
+        request = {"program": str(VENV_BIN / program), "argv": argv, "cwd": str(cwd), "env": env}
+        socket.send_fds(
+            connection, [json.dumps(request).encode() + b"\n"], [devnull, out_write, err_write]
+        )
+    finally:
+        for fd in (devnull, out_write, err_write):
+            os.close(fd)
+    buffer = bytearray()
+    try:
+        started = _read_message(connection, buffer, deadline)
+        if started is None:
+            raise subprocess.TimeoutExpired(command, timeout)
+        pid = int(started["pid"])
+        outputs = {out_read: bytearray(), err_read: bytearray()}
+        open_fds = set(outputs)
+        while open_fds:
+            remaining = deadline - time.monotonic()
+            readable, _, _ = select.select(list(open_fds), [], [], max(remaining, 0))
+            if not readable:
+                _kill(pid)
+                raise subprocess.TimeoutExpired(command, timeout)
+            for fd in readable:
+                data = os.read(fd, 65536)
+                if data:
+                    outputs[fd] += data
+                else:
+                    open_fds.discard(fd)
+        finished = _read_message(connection, buffer, deadline)
+        if finished is None:
+            _kill(pid)
+            raise subprocess.TimeoutExpired(command, timeout)
+        code = os.waitstatus_to_exitcode(int(finished["status"]))
+        return subprocess.CompletedProcess(
+            command, code, _decode(outputs[out_read]), _decode(outputs[err_read])
+        )
+    finally:
+        connection.close()
+        os.close(out_read)
+        os.close(err_read)
