@@ -13,7 +13,8 @@ import sys
 
 import typer
 
-from registry.cli_runner import run
+from registry.cli_runner import add_version_option, run
+from unitmgr import __version__
 from unitmgr.commands import (
     addendum,
     cancel,
@@ -33,10 +34,10 @@ from unitmgr.commands import (
 app = typer.Typer(
     name="unit",
     help="Create, monitor and dismantle units: one worktree, one branch, one executor pair.",
-    add_completion=False,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
+add_version_option(app, __version__)
 
 # The order `unit --help` lists them in.
 for name, module in (

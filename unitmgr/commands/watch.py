@@ -11,7 +11,9 @@ from unitmgr.commands.common import LockTimeout, Repo
 
 
 def command(
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between redraws.")] = 3.0,
+    interval: Annotated[
+        float, typer.Option("--interval", help="Seconds between redraws.", metavar="SECONDS")
+    ] = 3.0,
     once: Annotated[bool, typer.Option("--once", help="Draw one frame and exit.")] = False,
     repo: Repo = ".",
     lock_timeout: LockTimeout = "30",
