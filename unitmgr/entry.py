@@ -88,19 +88,6 @@ def fast_call(arguments: Sequence[str]) -> Callable[[], Any] | None:
     return None
 
 
-def _terminal_columns() -> int:
-    """The width Typer's help formatter would use (shutil.get_terminal_size's rules, without
-    importing shutil): COLUMNS, else the terminal's, else 80."""
-    try:
-        return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):
-        return 80
-
-
 def stored_text(arguments: Sequence[str]) -> str | None:
     """The help page or version this command line asks for, when it is stored and exact."""
     if "_UNIT_COMPLETE" in os.environ:
@@ -111,9 +98,10 @@ def stored_text(arguments: Sequence[str]) -> str | None:
         return __version__ + "\n"
     if len(arguments) > 2 or (arguments and arguments[-1] != "--help"):
         return None
+    from registry import terminal
     from unitmgr.help_pages import PAGES, WIDTH
 
-    if _terminal_columns() < WIDTH:
+    if terminal.columns() < WIDTH:
         return None  # Typer wraps to a narrower terminal; the pages are rendered at WIDTH
     return PAGES.get(arguments[0] if len(arguments) == 2 else "")
 
