@@ -150,7 +150,7 @@ def send(
     idle_min: IdleMin = None,
     total_min: TotalMin = None,
 ) -> dict[str, object]:
-    """Send one turn; print its receipt (or the running record with --background)."""
+    """Send one turn and print its receipt. With --background: the running record."""
     if write and read_only:
         raise UsageError(
             "write-and-read-only", "--write and --read-only contradict each other on one turn"
@@ -204,19 +204,19 @@ def cancel(
         typer.Option("--reason", help="Why; recorded in the receipt.", metavar="TEXT"),
     ] = None,
 ) -> dict[str, object]:
-    """Stop the in-flight turn (its whole process tree); its receipt says cancelled."""
+    """Stop the in-flight turn and its whole process tree. Its receipt says cancelled."""
     return api.cancel(repo, seq=seq, reason=reason)
 
 
 @app.command()
 def clear(repo: Repo = ".") -> dict[str, object]:
-    """Remove a dead turn's in-flight marker (refuses while any of its processes live)."""
+    """Remove a dead turn's in-flight marker. Refused while any of its processes live."""
     return api.clear(repo)
 
 
 @app.command()
 def end(repo: Repo = ".") -> dict[str, object]:
-    """End the session (refuses while a turn is in flight); its files move to ended/."""
+    """End the session; its files move to ended/. Refused while a turn is in flight."""
     return api.end(repo)
 
 

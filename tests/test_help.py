@@ -45,7 +45,9 @@ def _options(app: typer.Typer) -> list[tuple[str, Any, str]]:
     return found
 
 
-def test_every_option_has_help_a_telling_metavar_and_its_required_mark() -> None:
+def test_every_option_has_help_a_telling_metavar_and_its_required_mark(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     problems = []
     for program, app in (("unit", unit_app), ("pair", pair_app)):
         options = _options(app)
@@ -62,6 +64,10 @@ def test_every_option_has_help_a_telling_metavar_and_its_required_mark() -> None
             if new_unit and "Required for a new unit." not in help_column:
                 problems.append(f"{where}: SPEC 3.3 requires it for a new unit")
     assert problems == []
+    for main in (unit_main, pair_main):  # every command's summary fits: none ends in "..."
+        assert main(["--help"]) == 0
+        listing = capsys.readouterr().out.split("Commands:")[1]
+        assert "..." not in listing and len(listing.splitlines()) > 8
     for app in (unit_app, pair_app):
         root = {name for p in typer.main.get_command(app).params for name in p.opts}
         assert {"--version", "--install-completion", "--show-completion"} <= root

@@ -18,7 +18,7 @@ def command(
     repo: Repo = ".",
     lock_timeout: LockTimeout = "30",
 ) -> Rendered:
-    """A live view of every unit for a person; what needs attention comes first (Ctrl-C ends)."""
+    """A live view of every unit for a person. What needs attention comes first; Ctrl-C ends."""
     from unitmgr import quick_reads
     from unitmgr.views import watch
 
