@@ -75,7 +75,7 @@ def test_every_option_has_help_a_telling_metavar_and_its_required_mark(
 
 def test_the_stored_help_pages_are_what_typer_renders_now() -> None:
     rendered = help_text.render_pages()
-    assert set(rendered) == {"", *help_text.command_names()}
+    assert set(rendered) == {"", *getattr(typer.main.get_command(unit_app), "commands", {})}
     for name, page in rendered.items():
         assert help_pages.PAGES.get(name) == page, (
             f"unit {name} --help is stale: run python -m unitmgr.help_text --write"
@@ -110,6 +110,11 @@ def test_version_bare_programs_and_completion(
         assert exited.value.code == 0
         script = capsys.readouterr().out
         assert function in script and "complete -o default -F" in script
+    with pytest.raises(SystemExit):  # into the test's own HOME (tests/conftest.py)
+        unit_main(["--install-completion", "bash"])
+    assert "_unit_completion" in (Path.home() / ".bash_completions" / "unit.sh").read_text()
+    assert "unit.sh" in (Path.home() / ".bashrc").read_text()
+    capsys.readouterr()
     monkeypatch.setenv("_UNIT_COMPLETE", "complete_bash")  # as the script sets it
     monkeypatch.setenv("COMP_WORDS", "unit dism")
     monkeypatch.setenv("COMP_CWORD", "1")

@@ -50,13 +50,11 @@ def _columns(width: int) -> Iterator[None]:
 
 
 def command_names() -> list[str]:
-    """Every `unit` subcommand, in the order `unit --help` lists them."""
-    import typer.main
-
-    from unitmgr.cli import app
-
-    group = typer.main.get_command(app)
-    return list(getattr(group, "commands", {}))
+    """Every `unit` subcommand, in the order `unit --help` lists them (read from that page, so
+    only `unitmgr.cli.main` is assumed, however the app is assembled)."""
+    listing = render(["--help"]).split("\nCommands:\n", 1)[1]
+    names = [line for line in listing.splitlines() if line.startswith("  ") and line[2] != " "]
+    return [line.split()[0] for line in names]
 
 
 def render(arguments: list[str]) -> str:
