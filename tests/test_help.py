@@ -29,6 +29,9 @@ VAGUE = {"<str>", "STR", "INTEGER", "<int>", "FLOAT", "<float>"}
 # SPEC 3.3: required for a new unit (a resume may leave them out, so Typer cannot require them).
 CREATE_NEW_UNIT = ("--branch", "--base", "--scope", "--validation", "--lead", "--partner")
 CREATE_NEW_UNIT += ("--reason", "--task-file")
+# Required by SPEC 3.2/3.5/3.8 and checked by the command (its own `missing-option` refusal).
+CHECKED_REQUIRED = {("restaff", "--lead"), ("restaff", "--partner"), ("restaff", "--reason")}
+CHECKED_REQUIRED |= {("merge", "--head"), ("intake", "--label")}
 
 
 def _options(app: typer.Typer) -> list[tuple[str, Any, str]]:
@@ -63,6 +66,9 @@ def test_every_option_has_help_a_telling_metavar_and_its_required_mark(
             new_unit = command == "create" and option.opts[0] in CREATE_NEW_UNIT
             if new_unit and "Required for a new unit." not in help_column:
                 problems.append(f"{where}: SPEC 3.3 requires it for a new unit")
+            checked = (command, option.opts[0]) in CHECKED_REQUIRED
+            if checked and "Required." not in help_column:
+                problems.append(f"{where}: the SPEC requires it")
     assert problems == []
     for main in (unit_main, pair_main):  # every command's summary fits: none ends in "..."
         assert main(["--help"]) == 0
