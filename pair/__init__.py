@@ -6,3 +6,6 @@ partner's whole process group on a hang, and leaves a transcript and a receipt.
 
 `pair` may import `registry` but never `unitmgr`; `unit` calls `pair.api` in-process.
 """
+
+# The distribution's version (the `unitmgr` package ships `pair`; tests check they agree).
+__version__ = "0.1.0"

@@ -3,7 +3,8 @@
 Both `unit` and `pair` enter through `run()`. Commands return a JSON-able dict (exit 0 when its
 `ok` is true, else 1) or a `Rendered` text, or raise a `ToolError`. Typer runs with
 `standalone_mode=False`, so its usage errors arrive here as exceptions and leave as JSON too; only
-`--help` prints text. Anything unexpected becomes `code: internal`, exit 1, with the (redacted)
+`--help`, `--version` and `--show-completion` print text, and a bare program name is its
+`--help` (SPEC 3.0 Help). Anything unexpected becomes `code: internal`, exit 1, with the (redacted)
 traceback in `detail`.
 
 This module never imports click: Typer vendors it, and `typer.TyperException` is the base of its
@@ -12,10 +13,11 @@ usage errors.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 import typer.main
@@ -71,6 +73,36 @@ def check_option_values(root: Any, argv: Sequence[str]) -> None:
         index += 1
 
 
+def add_version_option(app: typer.Typer, version: str) -> None:
+    """Give `app` an eager `--version` that prints `version` and exits 0 (SPEC 3.0 Help)."""
+
+    def show(value: bool) -> None:
+        if value:
+            sys.stdout.write(version + "\n")
+            raise typer.Exit()
+
+    def callback(_version: bool = False) -> None:
+        """The program's own options (a subcommand has its own)."""
+
+    # Set as objects, not strings: this module's annotations are postponed, and Typer could not
+    # resolve `show` from a string.
+    callback.__annotations__ = {
+        "_version": Annotated[
+            bool,
+            typer.Option(
+                "--version", help="Print the version and exit.", is_eager=True, callback=show
+            ),
+        ],
+        "return": None,
+    }
+    app.callback()(callback)
+
+
+def completing(prog_name: str) -> bool:
+    """Whether the shell is asking for completions (typer's `_<PROG>_COMPLETE` protocol)."""
+    return f"_{prog_name.upper()}_COMPLETE" in os.environ
+
+
 def _usage_document(error: typer.TyperException) -> dict[str, Any]:
     message = error.format_message()
     return UsageError("usage", message.rstrip(".") if message else "invalid usage").document()
@@ -107,6 +139,8 @@ def run(app: typer.Typer, argv: Sequence[str] | None, prog_name: str) -> int:
     """Run `app` with `argv`, print exactly one document, and return the exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     command_line = shlex.join([prog_name, *arguments])
+    if not arguments and not completing(prog_name):
+        arguments = ["--help"]  # a bare `unit` shows what it can do, exit 0
 
     def call() -> object:
         try:

@@ -70,7 +70,6 @@ def test_bad_create_input_is_refused_without_writing(
 OTHER_CASES = [
     ("unknown-command", ["frobnicate"], 2, "usage"),
     ("unknown-option", ["list", "--bogus"], 2, "usage"),
-    ("no-command", [], 2, "usage"),
     ("status-needs-a-target", ["status"], 2, "usage"),
     ("status-both-targets", ["status", "--unit", "u1", "--all"], 2, "usage"),
     ("status-bad-format", ["status", "--all", "--format", "xml"], 2, "invalid-format"),
@@ -117,6 +116,9 @@ def test_help_is_the_only_text_output(sandbox: Sandbox) -> None:
     assert "create" in result.stdout and "dismantle" in result.stdout
     sub = run_cli("unit", "create", "--help", cwd=sandbox.repo)
     assert sub.code == 0 and "--worktree" in sub.stdout
+    # SPEC 3.0 Help: a bare `unit` is its help, exit 0 (no longer a usage error).
+    bare = run_cli("unit", cwd=sandbox.repo)
+    assert bare.code == 0 and bare.stdout == result.stdout
 
 
 def test_unreadable_and_too_new_records_are_refused_but_listed(sandbox: Sandbox) -> None:

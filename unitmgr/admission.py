@@ -210,9 +210,33 @@ def admit(
             "admission-paused",
             "admission paused: active or human-review limit reached",
             detail=capacity,
-            next_step="wait for a unit to be merged or dismantled",
+            next_step=raise_the_limits(capacity),
         )
     return capacity
+
+
+def raise_the_limits(capacity: dict[str, Any]) -> str:
+    """The admission refusal's next step: wait, or raise the limit that binds — by flag on this
+    create, or once for the repository in the config file (SPEC 3.3 Defaults, 3.16)."""
+    active, held = capacity["active"], capacity["held"]
+    flags, keys = [], []
+    if capacity["max_active"] - active <= 0:
+        flags.append(f"--max-active {active + 1}")
+        keys.append(f"max_active = {active + 1}")
+    if capacity["max_held"] - held - active <= 0:  # held units count against active ones too
+        flags.append(f"--max-held {active + held + 1}")
+        keys.append(f"max_held = {active + held + 1}")
+    counted = (
+        "; without GitHub every recorded unit counts as active"
+        if capacity["pr_state"] == "not-configured"
+        else ""
+    )
+    return (
+        f"wait for a unit to be merged or dismantled, or raise the limit: repeat this "
+        f"unit create with {' '.join(flags)}, or set {', '.join(keys)} in .unitmgr.toml "
+        f"(limits now max_active {capacity['max_active']}, max_held {capacity['max_held']}; "
+        f"{active} active, {held} held{counted})"
+    )
 
 
 def check_conflicts(workspace: Workspace, request: Candidate, records: list[UnitRecord]) -> None:

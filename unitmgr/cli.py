@@ -17,7 +17,8 @@ from typing import Any
 
 import typer
 
-from registry.cli_runner import run
+from registry.cli_runner import add_version_option, run
+from unitmgr import __version__
 
 # The order `unit --help` lists them in, and the module (unitmgr/commands/) of each.
 COMMANDS = {
@@ -42,10 +43,10 @@ def build(names: Sequence[str]) -> typer.Typer:
     built = typer.Typer(
         name="unit",
         help="Create, monitor and dismantle units: one worktree, one branch, one executor pair.",
-        add_completion=False,
         rich_markup_mode=None,
         pretty_exceptions_enable=False,
     )
+    add_version_option(built, __version__)
     for name in names:
         module = importlib.import_module(f"unitmgr.commands.{COMMANDS[name]}")
         built.command(name)(module.command)

@@ -6,10 +6,14 @@ or `--repo=X`, no repeats, no `--help`, no value that starts with `-`), is parse
 answered by the same function `unitmgr/cli.py` calls (unitmgr/quick_reads.py), with the same
 document, exit code and errors. Anything else goes to the Typer app unchanged — this module never
 guesses: when in doubt it hands over. It must not import typer, rich, github or git.
+
+`unit`, `unit --help`, `unit --version` and `unit <command> --help` print text stored in the
+package (unitmgr/help_pages.py, rendered by the Typer app itself) for the same reason.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -84,8 +88,30 @@ def fast_call(arguments: Sequence[str]) -> Callable[[], Any] | None:
     return None
 
 
+def stored_text(arguments: Sequence[str]) -> str | None:
+    """The help page or version this command line asks for, when it is stored and exact."""
+    if "_UNIT_COMPLETE" in os.environ:
+        return None  # the shell asks for completions: Typer answers
+    if list(arguments) == ["--version"]:
+        from unitmgr import __version__
+
+        return __version__ + "\n"
+    if len(arguments) > 2 or (arguments and arguments[-1] != "--help"):
+        return None
+    from registry import terminal
+    from unitmgr.help_pages import PAGES, WIDTH
+
+    if terminal.columns() < WIDTH:
+        return None  # Typer wraps to a narrower terminal; the pages are rendered at WIDTH
+    return PAGES.get(arguments[0] if len(arguments) == 2 else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    text = stored_text(arguments)
+    if text is not None:
+        sys.stdout.write(text)
+        return 0
     call = fast_call(arguments)
     if call is not None:
         import shlex

@@ -14,128 +14,190 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-def option(flag: str, help: str | None = None, default: Any = None) -> Any:
-    """A field that is the command-line option `flag`."""
-    return field(default=default, metadata={"flag": flag, "help": help})
+def option(flag: str, help: str, default: Any = None, metavar: str | None = None) -> Any:
+    """A field that is the command-line option `flag`; `metavar` says what its value is (`ID`,
+    `PATH`, ...) in `--help`, and a flag (a bool default) has none."""
+    return field(default=default, metadata={"flag": flag, "help": help, "metavar": metavar})
 
 
-def repeatable(flag: str, help: str | None = None) -> Any:
+def repeatable(flag: str, help: str, metavar: str) -> Any:
     """A field that is the repeatable option `flag` (a list, empty when not given)."""
-    return field(default_factory=list, metadata={"flag": flag, "help": help})
+    return field(default_factory=list, metadata={"flag": flag, "help": help, "metavar": metavar})
 
 
-def required(flag: str, help: str | None = None) -> Any:
-    return field(metadata={"flag": flag, "help": help})
+def required(flag: str, help: str, metavar: str) -> Any:
+    return field(metadata={"flag": flag, "help": help, "metavar": metavar})
 
 
 LOCK_TIMEOUT_HELP = "Seconds to wait for locks (0 = do not wait)."
 DRY_RUN_HELP = "Check and plan; change nothing."
-WHY_STAFFING = "Why this staffing."
+WHY_STAFFING = "Why this staffing (recorded)."
+UNIT_HELP = "The unit id."
+NEW_UNIT = " Required for a new unit."
+LEADS = " One of claude|codex|cursor|opencode|grok|human."
+PARTNERS = " One of claude|codex|cursor|opencode|grok|script."
+MODEL_HELP = "The partner's model: an id, an alias, CLI-default or latest:<family>."
+EFFORT_HELP = "Reasoning effort; required for claude, codex, grok and opencode."
+IDENTITY_HELP = "The partner's login (other than default only with partner codex)."
+
+
+def _lock_timeout() -> Any:
+    return option("--lock-timeout", LOCK_TIMEOUT_HELP, "30", "SECONDS")
+
+
+def _dry_run() -> Any:
+    return option("--dry-run", DRY_RUN_HELP, False)
 
 
 @dataclass(frozen=True)
 class CreateOptions:
-    unit: str = required("--unit", "Unit id.")
-    worktree: str | None = option("--worktree", "Absolute path.")
-    branch: str | None = option("--branch")
-    base: str | None = option("--base")
-    scope: str | None = option("--scope", "Free-text scope summary.")
-    validation: str | None = option("--validation", "The command that proves the work.")
-    lead: str | None = option("--lead")
-    partner: str | None = option("--partner")
-    reason: str | None = option("--reason", WHY_STAFFING)
-    task_file: str | None = option("--task-file")
-    paths: list[str] = repeatable("--paths", "Write-scope glob (repeatable).")  # noqa: RUF009
-    model: str | None = option("--model")
-    effort: str | None = option("--effort")
-    identity: str | None = option("--identity")
-    issue: str | None = option("--issue")
-    setup: str | None = option("--setup", "Shell command run in the worktree.")
-    max_active: str = option("--max-active", default="2")
-    max_held: str = option("--max-held", default="2")
-    allow_overlap: bool = option("--allow-overlap", default=False)
-    lock_timeout: str = option("--lock-timeout", LOCK_TIMEOUT_HELP, default="30")
-    dry_run: bool = option("--dry-run", DRY_RUN_HELP, default=False)
+    unit: str = required(
+        "--unit", "The new unit's id: letters, digits and ._+- (64 at most).", "ID"
+    )
+    worktree: str | None = option(
+        "--worktree",
+        "Absolute path for the new worktree (optional when the config sets worktree_root).",
+        metavar="PATH",
+    )
+    branch: str | None = option(
+        "--branch", "The new branch to create." + NEW_UNIT, metavar="BRANCH"
+    )
+    base: str | None = option(
+        "--base",
+        "The branch to start from (origin's when it has one)." + NEW_UNIT,
+        metavar="BRANCH",
+    )
+    scope: str | None = option(
+        "--scope", "A one-line summary of the scope." + NEW_UNIT, metavar="TEXT"
+    )
+    validation: str | None = option(
+        "--validation",
+        "The shell command that proves the work (unit verify)." + NEW_UNIT,
+        metavar="COMMAND",
+    )
+    lead: str | None = option("--lead", "Who drives the unit." + LEADS + NEW_UNIT, metavar="LEAD")
+    partner: str | None = option(
+        "--partner", "The executor's CLI." + PARTNERS + NEW_UNIT, metavar="PARTNER"
+    )
+    reason: str | None = option("--reason", WHY_STAFFING + NEW_UNIT, metavar="TEXT")
+    task_file: str | None = option(
+        "--task-file", "The task, a text file (1 MiB at most)." + NEW_UNIT, metavar="FILE"
+    )
+    paths: list[str] = repeatable(  # noqa: RUF009
+        "--paths", "A glob the unit may write (repeatable).", "GLOB"
+    )
+    model: str | None = option("--model", MODEL_HELP, metavar="MODEL")
+    effort: str | None = option("--effort", EFFORT_HELP, metavar="EFFORT")
+    identity: str | None = option("--identity", IDENTITY_HELP, metavar="NAME")
+    issue: str | None = option("--issue", "The GitHub issue number the unit works on.", metavar="N")
+    setup: str | None = option(
+        "--setup", "A shell command run once in the new worktree.", metavar="COMMAND"
+    )
+    max_active: str = option(
+        "--max-active", "Refuse when this many units are active already.", "2", "N"
+    )
+    max_held: str = option(
+        "--max-held", "Refuse when this many units wait for human review.", "2", "N"
+    )
+    allow_overlap: bool = option(
+        "--allow-overlap", "Allow --paths that overlap another unit's.", False
+    )
+    lock_timeout: str = _lock_timeout()
+    dry_run: bool = _dry_run()
 
 
 @dataclass(frozen=True)
 class DismantleOptions:
-    unit: str = required("--unit")
-    force: str | None = option("--force", "Repeat the unit id to abandon unmerged work.")
-    lock_timeout: str = option("--lock-timeout", LOCK_TIMEOUT_HELP, default="30")
-    dry_run: bool = option("--dry-run", DRY_RUN_HELP, default=False)
+    unit: str = required("--unit", UNIT_HELP, "ID")
+    force: str | None = option(
+        "--force", "Repeat the unit id to abandon unmerged work.", metavar="ID"
+    )
+    lock_timeout: str = _lock_timeout()
+    dry_run: bool = _dry_run()
 
 
 @dataclass(frozen=True)
 class RestaffOptions:
-    unit: str = required("--unit")
-    lead: str | None = option("--lead", "Must equal the recorded lead.")
-    partner: str | None = option("--partner")
-    reason: str | None = option("--reason", WHY_STAFFING)
-    model: str | None = option("--model")
-    effort: str | None = option("--effort")
-    identity: str | None = option("--identity")
-    lock_timeout: str = option("--lock-timeout", LOCK_TIMEOUT_HELP, default="30")
-    dry_run: bool = option("--dry-run", DRY_RUN_HELP, default=False)
+    unit: str = required("--unit", UNIT_HELP, "ID")
+    lead: str | None = option("--lead", "Must equal the recorded lead. Required.", metavar="LEAD")
+    partner: str | None = option(
+        "--partner", "The new executor's CLI." + PARTNERS + " Required.", metavar="PARTNER"
+    )
+    reason: str | None = option("--reason", WHY_STAFFING + " Required.", metavar="TEXT")
+    model: str | None = option("--model", MODEL_HELP, metavar="MODEL")
+    effort: str | None = option("--effort", EFFORT_HELP, metavar="EFFORT")
+    identity: str | None = option("--identity", IDENTITY_HELP, metavar="NAME")
+    lock_timeout: str = _lock_timeout()
+    dry_run: bool = _dry_run()
 
 
 @dataclass(frozen=True)
 class CancelOptions:
-    unit: str = required("--unit")
-    reason: str | None = option("--reason", "Why; recorded in the receipt and the event.")
-    lock_timeout: str = option("--lock-timeout", LOCK_TIMEOUT_HELP, default="30")
-    dry_run: bool = option("--dry-run", DRY_RUN_HELP, default=False)
+    unit: str = required("--unit", UNIT_HELP, "ID")
+    reason: str | None = option(
+        "--reason", "Why; recorded in the receipt and the event.", metavar="TEXT"
+    )
+    lock_timeout: str = _lock_timeout()
+    dry_run: bool = _dry_run()
 
 
 @dataclass(frozen=True)
 class AddendumOptions:
-    unit: str = required("--unit")
-    text: str | None = option("--text", "The addendum text.")
-    file: str | None = option("--file", "A file holding the text.")
+    unit: str = required("--unit", UNIT_HELP, "ID")
+    text: str | None = option("--text", "The addendum text (or --file).", metavar="TEXT")
+    file: str | None = option("--file", "A file holding the text (or --text).", metavar="FILE")
     queue: bool = option("--queue", "Append now; notify once no turn is in flight.", False)
     restore_manifest: bool = option(
         "--restore-manifest", "Rewrite a lost manifest from the record.", False
     )
-    lock_timeout: str = option("--lock-timeout", LOCK_TIMEOUT_HELP, default="30")
-    dry_run: bool = option("--dry-run", DRY_RUN_HELP, default=False)
+    lock_timeout: str = _lock_timeout()
+    dry_run: bool = _dry_run()
 
 
 @dataclass(frozen=True)
 class ScopeOptions:
-    unit: str = required("--unit")
+    unit: str = required("--unit", UNIT_HELP, "ID")
     approve: bool = option("--approve", "Record the scope approval.", False)
     allow_outside: bool = option("--allow-outside", "Approve files outside --paths.", False)
-    lock_timeout: str = option("--lock-timeout", LOCK_TIMEOUT_HELP, default="30")
-    dry_run: bool = option("--dry-run", DRY_RUN_HELP, default=False)
+    lock_timeout: str = _lock_timeout()
+    dry_run: bool = _dry_run()
 
 
 @dataclass(frozen=True)
 class VerifyOptions:
-    unit: str = required("--unit")
-    lock_timeout: str = option("--lock-timeout", LOCK_TIMEOUT_HELP, default="30")
-    dry_run: bool = option("--dry-run", DRY_RUN_HELP, default=False)
+    unit: str = required("--unit", UNIT_HELP, "ID")
+    lock_timeout: str = _lock_timeout()
+    dry_run: bool = _dry_run()
 
 
 @dataclass(frozen=True)
 class MergeOptions:
-    unit: str = required("--unit")
-    head: str | None = option("--head", "The exact PR head SHA.")
-    method: str = option("--method", "merge|squash|rebase", "merge")
-    lock_timeout: str = option("--lock-timeout", LOCK_TIMEOUT_HELP, default="30")
-    dry_run: bool = option("--dry-run", DRY_RUN_HELP, default=False)
+    unit: str = required("--unit", UNIT_HELP, "ID")
+    head: str | None = option(
+        "--head", "The exact PR head commit to merge. Required.", metavar="SHA"
+    )
+    method: str = option("--method", "How GitHub merges the PR.", "merge", "merge|squash|rebase")
+    lock_timeout: str = _lock_timeout()
+    dry_run: bool = _dry_run()
 
 
 @dataclass(frozen=True)
 class WaitOptions:
-    units: list[str] = repeatable("--unit", "A unit to wait for (repeatable).")  # noqa: RUF009
-    since: str | None = option("--since", "ISO time; default: now (use observed_at).")
-    timeout_min: str = option("--timeout-min", default="30")
+    units: list[str] = repeatable(  # noqa: RUF009
+        "--unit", "A unit to wait for (repeatable; default: every unit).", "ID"
+    )
+    since: str | None = option(
+        "--since", "Changes after this ISO time (default: now; pass observed_at).", metavar="ISO"
+    )
+    timeout_min: str = option("--timeout-min", "Give up after this long.", "30", "MINUTES")
 
 
 @dataclass(frozen=True)
 class IntakeOptions:
-    label: str | None = option("--label", "The ready-issue label.")
-    milestone: str | None = option("--milestone", "A milestone title or number.")
-    max_active: str = option("--max-active", default="2")
-    max_held: str = option("--max-held", default="2")
-    limit: str = option("--limit", default="30")
+    label: str | None = option("--label", "The ready-issue label. Required.", metavar="LABEL")
+    milestone: str | None = option(
+        "--milestone", "Only issues of this milestone (title or number).", metavar="MILESTONE"
+    )
+    max_active: str = option("--max-active", "Slots: units active at once.", "2", "N")
+    max_held: str = option("--max-held", "Slots: units waiting for human review.", "2", "N")
+    limit: str = option("--limit", "Read at most this many issues.", "30", "N")

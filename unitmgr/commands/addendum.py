@@ -17,5 +17,5 @@ def _addendum(repo: str, options: AddendumOptions) -> dict[str, Any]:
 command = declare(
     AddendumOptions,
     _addendum,
-    help_text="Append to a unit's manifest and tell its executor to re-read it.",
+    help_text="Append to a unit's task. Its executor is told to re-read the manifest.",
 )

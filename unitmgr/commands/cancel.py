@@ -18,6 +18,6 @@ command = declare(
     CancelOptions,
     _cancel,
     help_text=(
-        "Stop the unit's in-flight turn (its whole process tree); its receipt says cancelled."
+        "Stop the unit's in-flight turn. Its whole process tree ends; its receipt says cancelled."
     ),
 )

@@ -17,17 +17,25 @@ import typer
 
 from registry.output import Rendered
 
-Repo = Annotated[str, typer.Option("--repo", help="The repository (default: current directory).")]
-LockTimeout = Annotated[
-    str, typer.Option("--lock-timeout", help="Seconds to wait for locks (0 = do not wait).")
+Repo = Annotated[
+    str,
+    typer.Option("--repo", help="The repository (default: current directory).", metavar="PATH"),
 ]
-Format = Annotated[str, typer.Option("--format", help="json (default) or table.")]
+LockTimeout = Annotated[
+    str,
+    typer.Option(
+        "--lock-timeout", help="Seconds to wait for locks (0 = do not wait).", metavar="SECONDS"
+    ),
+]
+Format = Annotated[
+    str, typer.Option("--format", help="json (default) or table.", metavar="json|table")
+]
 
 Result = dict[str, Any] | Rendered
 
 
 def _parameter(item: dataclasses.Field[Any], annotation: Any) -> inspect.Parameter:
-    flag, help_text = item.metadata["flag"], item.metadata.get("help")
+    flag, help_text, metavar = (item.metadata[key] for key in ("flag", "help", "metavar"))
     default: Any = inspect.Parameter.empty
     if item.default_factory is not dataclasses.MISSING:
         annotation, default = annotation | None, None  # Typer gives None for an absent list
@@ -37,7 +45,7 @@ def _parameter(item: dataclasses.Field[Any], annotation: Any) -> inspect.Paramet
         item.name,
         inspect.Parameter.KEYWORD_ONLY,
         default=default,
-        annotation=Annotated[annotation, typer.Option(flag, help=help_text)],
+        annotation=Annotated[annotation, typer.Option(flag, help=help_text, metavar=metavar)],
     )
 
 

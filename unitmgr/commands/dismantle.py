@@ -17,5 +17,7 @@ def _dismantle(repo: str, options: DismantleOptions) -> dict[str, Any]:
 command = declare(
     DismantleOptions,
     _dismantle,
-    help_text="Take a unit apart: pair, processes, worktree, branches, manifest, record.",
+    help_text=(
+        "Take a unit apart: pair, worktree, branches, record. Its processes and manifest go too."
+    ),
 )

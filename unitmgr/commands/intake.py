@@ -15,7 +15,7 @@ def _intake(repo: str, options: IntakeOptions, *, output_format: str) -> Result:
 command = declare(
     IntakeOptions,
     _intake,
-    help_text="Free slots and the ready issues (with their dependencies) that may start.",
+    help_text="Free slots and the ready issues that may start. Each with its dependencies.",
     lock_free=True,
     formats=True,
 )

@@ -15,7 +15,7 @@ def command(
     lock_timeout: LockTimeout = "30",
     output_format: Format = "json",
 ) -> Result:
-    """Every unit with what is observed and the command that recovers it."""
+    """Every unit, with what is observed and how to recover it."""
     from unitmgr import quick_reads
 
     return quick_reads.list_units(

@@ -17,5 +17,7 @@ def _merge(repo: str, options: MergeOptions) -> dict[str, Any]:
 command = declare(
     MergeOptions,
     _merge,
-    help_text="Merge the unit's PR at --head, only when every gate of the merge hold passes.",
+    help_text=(
+        "Merge the unit's PR at --head when every gate passes. The merge hold is enforced in code."
+    ),
 )

@@ -17,5 +17,5 @@ def _restaff(repo: str, options: RestaffOptions) -> dict[str, Any]:
 command = declare(
     RestaffOptions,
     _restaff,
-    help_text="Swap a unit's executor in place, handing over a checkpoint of its work.",
+    help_text="Swap a unit's executor in place. A checkpoint of its work is handed over.",
 )

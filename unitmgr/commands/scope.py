@@ -17,5 +17,8 @@ def _scope(repo: str, options: ScopeOptions) -> dict[str, Any]:
 command = declare(
     ScopeOptions,
     _scope,
-    help_text="What a unit changed against its base, what falls outside its --paths, who overlaps.",
+    help_text=(
+        "What a unit changed against its base. "
+        "Also what falls outside its --paths, and who overlaps."
+    ),
 )

@@ -12,7 +12,10 @@ from unitmgr.commands.common import Format, LockTimeout, Repo, Result, rendered
 
 
 def command(
-    unit: Annotated[str | None, typer.Option("--unit")] = None,
+    unit: Annotated[
+        str | None,
+        typer.Option("--unit", help="One unit, read and brought up to date.", metavar="ID"),
+    ] = None,
     all_units: Annotated[
         bool, typer.Option("--all", help="Every unit, lock-free, offline.")
     ] = False,

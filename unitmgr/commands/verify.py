@@ -17,5 +17,5 @@ def _verify(repo: str, options: VerifyOptions) -> dict[str, Any]:
 command = declare(
     VerifyOptions,
     _verify,
-    help_text="Run the unit's recorded --validation on its HEAD and record the result.",
+    help_text="Run the unit's --validation on its HEAD and record the result.",
 )

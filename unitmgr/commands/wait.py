@@ -17,6 +17,6 @@ def _wait(repo: str, options: WaitOptions) -> dict[str, Any]:
 command = declare(
     WaitOptions,
     _wait,
-    help_text="Block until a unit gets a new receipt or changes lifecycle (no polling of git).",
+    help_text="Block until a unit gets a receipt or changes lifecycle. Git is not polled.",
     lock_free=True,
 )

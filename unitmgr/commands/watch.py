@@ -11,12 +11,14 @@ from unitmgr.commands.common import LockTimeout, Repo
 
 
 def command(
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between redraws.")] = 3.0,
+    interval: Annotated[
+        float, typer.Option("--interval", help="Seconds between redraws.", metavar="SECONDS")
+    ] = 3.0,
     once: Annotated[bool, typer.Option("--once", help="Draw one frame and exit.")] = False,
     repo: Repo = ".",
     lock_timeout: LockTimeout = "30",
 ) -> Rendered:
-    """A live view of every unit for a person; what needs attention comes first (Ctrl-C ends)."""
+    """A live view of every unit for a person. What needs attention comes first; Ctrl-C ends."""
     from unitmgr import quick_reads
     from unitmgr.views import watch
 

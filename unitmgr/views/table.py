@@ -1,11 +1,18 @@
-"""`--format table`: list and status for people, readable at 80 columns."""
+"""`--format table`: list and status for people, readable at 80 columns.
+
+A recovery command is never cut: it gets its own lines, wrapped between words to the terminal's
+width (at most 80) with shell line continuations, so copying the lines runs exactly the command.
+"""
 
 from __future__ import annotations
 
 import textwrap
 from typing import Any
 
+from registry import terminal
+
 WIDTH = 80
+COMMAND_INDENT = "    "
 
 
 def _cut(text: Any, width: int) -> str:
@@ -13,10 +20,54 @@ def _cut(text: Any, width: int) -> str:
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
+def _width() -> int:
+    return min(WIDTH, terminal.columns())
+
+
 def _note(text: str) -> str:
     """A `! ...` line wrapped to the table width, continuation lines indented."""
     return textwrap.fill(
-        text, WIDTH, subsequent_indent="    ", break_long_words=True, break_on_hyphens=False
+        text, _width(), subsequent_indent="    ", break_long_words=True, break_on_hyphens=False
+    )
+
+
+def shell_words(command: str) -> list[str]:
+    """`command` split at the spaces outside quotes: each word as written, quotes and all."""
+    words, current, quote = [], "", ""
+    for character in command:
+        if character == " " and not quote:
+            words.append(current)
+            current = ""
+            continue
+        if quote and character == quote:
+            quote = ""
+        elif not quote and character in "'\"":
+            quote = character
+        current += character
+    return [word for word in [*words, current] if word]
+
+
+def command_lines(command: str) -> str:
+    """`command` on lines of at most the table width, broken only between words with ` \\`, so
+    the lines paste into a shell as the command itself; a longer word stays whole."""
+    words = shell_words(command)
+    if " ".join(words) != command:  # doubled spaces or an open quote: never re-spaced
+        return COMMAND_INDENT + command
+    width, lines, line = _width(), [], COMMAND_INDENT
+    for word in words:
+        if line.strip() and len(line) + 1 + len(word) + 2 > width:
+            lines.append(line + " \\")
+            line = COMMAND_INDENT + "  " + word
+        else:
+            line = (line + " " + word) if line.strip() else line + word
+    return "\n".join([*lines, line])
+
+
+def _recovery(unit: dict[str, Any]) -> str:
+    """What a unit needing recovery shows under the table: why, then the whole command."""
+    recovery = unit["recovery"]
+    return (
+        _note(f"! {unit['unit_id']}: {recovery['why']}") + "\n" + command_lines(recovery["command"])
     )
 
 
@@ -75,14 +126,13 @@ def status_all(document: dict[str, Any]) -> str:
                     _worktree(unit["worktree"]),
                 ]
             )
-        recovery = unit.get("recovery") or {}
-        if recovery.get("needed"):
-            notes.append(f"! {unit['unit_id']}: {recovery['why']} -> {recovery['command']}")
+        if (unit.get("recovery") or {}).get("needed"):
+            notes.append(_recovery(unit))
     text = _rows(header, rows, widths) if rows else "no units"
     for overlap in document.get("overlaps", []):
         a, b = overlap["units"]
-        notes.append(f"! overlap {a} / {b}: " + ", ".join(overlap["files"][:3]))
-    return "\n".join([text, *(_note(note) for note in notes)]) + "\n"
+        notes.append(_note(f"! overlap {a} / {b}: " + ", ".join(overlap["files"][:3])))
+    return "\n".join([text, *notes]) + "\n"
 
 
 def list_units(document: dict[str, Any]) -> str:
@@ -103,9 +153,9 @@ def list_units(document: dict[str, Any]) -> str:
             ]
         )
         if recovery.get("needed"):
-            notes.append(f"! {unit['unit_id']}: {recovery['why']} -> {recovery['command']}")
+            notes.append(_recovery(unit))
     text = _rows(header, rows, widths) if rows else "no units"
-    return "\n".join([text, *(_note(note) for note in notes)]) + "\n"
+    return "\n".join([text, *notes]) + "\n"
 
 
 def status_unit(document: dict[str, Any]) -> str:
