@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from registry.errors import UsageError
-from tests.conftest import Sandbox
+from tests.conftest import Sandbox, git
 from unitmgr.config import NOTIFY_EVENTS, load_config
 
 
@@ -110,3 +110,47 @@ def test_unit_config_prints_every_setting_with_its_source(sandbox: Sandbox) -> N
     assert any(
         line.split() == ["max_held", "4", "(repository)"] for line in table.stdout.splitlines()
     ), table.stdout
+
+
+def test_copy_files_copies_only_ignored_paths_and_never_leaves_the_trees(tmp_path: Path) -> None:
+    from unitmgr.copy_files import copy_listed
+
+    source, target, outside = tmp_path / "main", tmp_path / "unit", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("not ours\n")
+    source.mkdir()
+    git(source, "init", "-q")
+    _write(source / ".gitignore", ".env\n.venv/\nlinked/\nplain.txt\n")
+    _write(source / "tracked.txt", "t\n")
+    git(source, "add", ".gitignore", "tracked.txt")
+    git(source, "commit", "-q", "-m", "init")
+    _write(source / ".env", "KEY=1\n")
+    (source / ".env").chmod(0o600)
+    _write(source / ".venv" / "bin" / "tool", "#!/bin/sh\n")
+    (source / ".venv" / "lib").symlink_to("bin")  # relative, inside: copied as a link
+    (source / ".venv" / "etc").symlink_to(outside)  # absolute: skipped
+    (source / "linked").symlink_to(outside)  # its directory leads out of the tree
+    _write(source / "unignored.txt", "u\n")
+    target.mkdir()
+    listed = [".env", "./.venv/", "tracked.txt", "missing", "unignored.txt", "linked/secret"]
+    report = copy_listed(listed, source=source, target=target)
+    assert report.copied == [".env", ".venv"]
+    assert (target / ".env").read_text() == "KEY=1\n"
+    assert (target / ".env").stat().st_mode & 0o777 == 0o600
+    assert not (target / ".env").is_symlink()
+    assert (target / ".venv" / "bin" / "tool").read_text() == "#!/bin/sh\n"
+    assert os.readlink(target / ".venv" / "lib") == "bin"
+    assert not os.path.lexists(target / ".venv" / "etc")
+    assert not (target / "linked").exists() and not (target / "tracked.txt").exists()
+    whys = {item["path"]: item["why"] for item in report.skipped}
+    assert whys == {
+        ".venv/etc": "a symbolic link pointing outside the worktree",
+        "tracked.txt": "tracked by git: the worktree has it already",
+        "missing": "absent in the main worktree",
+        "unignored.txt": "not ignored by git: copy only ignored files",
+        "linked/secret": "its directory leads out of the main worktree through a symbolic link",
+    }
+    # A repeat (a resumed step) replaces what the interrupted copy left, nothing else.
+    (target / ".env").write_text("half")
+    assert copy_listed([".env"], source=source, target=target).copied == [".env"]
+    assert (target / ".env").read_text() == "KEY=1\n"

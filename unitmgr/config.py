@@ -145,6 +145,11 @@ class ProjectConfig:
         }
 
 
+def flag_or_config(flag: Any, config: ProjectConfig, key: str) -> Any:
+    """A command-line value when one was given (flags win, SPEC 3.16), else the config's."""
+    return flag if flag is not None else config.value(key)
+
+
 def config_paths(toplevel: Path, common_dir: Path) -> tuple[Path, Path]:
     """The repository file and the local file."""
     return toplevel / REPOSITORY_FILE, common_dir / "orchestrate" / LOCAL_FILE
