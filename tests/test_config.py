@@ -154,3 +154,67 @@ def test_copy_files_copies_only_ignored_paths_and_never_leaves_the_trees(tmp_pat
     (target / ".env").write_text("half")
     assert copy_listed([".env"], source=source, target=target).copied == [".env"]
     assert (target / ".env").read_text() == "KEY=1\n"
+
+
+def test_a_repository_with_only_a_config_runs_a_three_unit_batch(sandbox: Sandbox) -> None:
+    """Issue 11's done-when: the create calls name only the unit, branch, base, staffing, task
+    and what SPEC 3.3 still requires (scope, validation, reason; `--paths` for the scope
+    approval), never --worktree, --lead, --setup or a limit; `.env` is copied; setup's
+    leftovers never block scope --approve or verify, nor make an overlap, until they change."""
+    _write(
+        sandbox.repo / ".unitmgr.toml",
+        'max_active = 3\nmax_held = 3\nlead = "human"\nsetup = "echo x > build.log"\n'
+        'worktree_root = "../{repo}.units/{branch_slug}"\ncopy = [".env"]\n',
+    )
+    _write(sandbox.repo / ".gitignore", ".env\n")
+    git(sandbox.repo, "add", ".unitmgr.toml", ".gitignore")
+    git(sandbox.repo, "commit", "-q", "-m", "project config")
+    git(sandbox.repo, "push", "-q", "origin", "HEAD:main")
+    _write(sandbox.repo / ".env", "API_URL=http://127.0.0.1:9\n")
+    work = 'cat > /dev/null; f=greet-$(basename "$PWD").md; echo hi > $f; git add $f; '
+    work += "git commit -qm greet; echo done"
+
+    def create(unit_id: str) -> object:
+        return sandbox.unit(
+            "create", "--unit", unit_id, "--branch", f"feat/{unit_id}", "--base", "main",
+            "--partner", "script", "--model", work, "--reason", "batch",
+            "--scope", "a greeting", "--paths", f"greet-feat-{unit_id}.md",
+            "--validation", "ls greet-*.md", "--task-file", str(sandbox.task),
+        )  # fmt: skip
+
+    units = ("u1", "u2", "u3")
+    for unit_id in units:
+        created = create(unit_id)
+        assert created.code == 0, created.stdout + created.stderr
+    worktrees = {u: sandbox.root / "repo.units" / f"feat-{u}" for u in units}
+    for unit_id in units:
+        turn = sandbox.pair("wait", "--timeout-min", "1", repo=worktrees[unit_id])
+        assert turn.document["status"] == "replied", turn.stdout
+        record = sandbox.record(unit_id)
+        assert record["worktree"] == os.path.realpath(worktrees[unit_id])
+        assert record["lead"] == "human" and record["setup"] == "echo x > build.log"
+        assert set(record["setup_baseline"]) == {"build.log"}
+        assert (worktrees[unit_id] / ".env").read_text() == "API_URL=http://127.0.0.1:9\n"
+    refused = create("u4")  # max_active = 3 from the file
+    assert refused.code == 1 and refused["code"] == "admission-paused", refused.stdout
+    assert refused["detail"]["max_active"] == 3 and refused["detail"]["active"] == 3
+
+    status = sandbox.unit("status", "--all")
+    assert status["overlaps"] == [], status["overlaps"]
+    assert all(unit["worktree"]["dirty_files"] == 0 for unit in status["units"])
+    for unit_id in units:
+        approved = sandbox.unit("scope", "--unit", unit_id, "--approve")
+        assert approved.code == 0, approved.stdout
+        assert approved["files"] == [f"greet-feat-{unit_id}.md"]
+        verified = sandbox.unit("verify", "--unit", unit_id)
+        assert verified.code == 0, verified.stdout
+
+    # A changed baseline file counts again: dirty for verify, and an overlap once two share it.
+    (worktrees["u1"] / "build.log").write_text("changed\n")
+    (worktrees["u2"] / "build.log").write_text("changed too\n")
+    dirty = sandbox.unit("verify", "--unit", "u1")
+    assert dirty.code == 1 and dirty["code"] == "worktree-dirty"
+    assert dirty["detail"]["dirty"] == ["?? build.log"]
+    status = sandbox.unit("status", "--all")
+    assert status["overlaps"] == [{"units": ["u1", "u2"], "files": ["build.log"]}]
+    assert [unit["worktree"]["dirty_files"] for unit in status["units"]] == [1, 1, 0]

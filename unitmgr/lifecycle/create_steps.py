@@ -25,7 +25,7 @@ from registry.processes import (
 )
 from registry.records import UnitRecord
 from registry.timeutil import seconds_from_env
-from unitmgr import git
+from unitmgr import baseline, git
 from unitmgr.copy_files import copy_listed
 from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.journal import Journal
@@ -165,6 +165,9 @@ class CreateSteps:
                 f"setup exited {result.exit_code}",
                 detail={"output_tail": result.output_tail[-2000:]},
             )
+        # What setup left is not the unit's change (written with this step's `done`).
+        record.setup_baseline = baseline.take(Path(record.worktree))
+        outcome["setup_baseline"] = sorted(record.setup_baseline)[:20]
 
     def _pair_init(self, outcome: dict[str, Any]) -> None:
         assert self.record.staffing is not None
