@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,68 @@ def test_a_repository_with_only_a_config_runs_a_three_unit_batch(sandbox: Sandbo
     status = sandbox.unit("status", "--all")
     assert status["overlaps"] == [{"units": ["u1", "u2"], "files": ["build.log"]}]
     assert [unit["worktree"]["dirty_files"] for unit in status["units"]] == [1, 1, 0]
+
+
+def test_a_hooks_path_unitmgr_does_not_own_is_never_written(tmp_path: Path) -> None:
+    from unitmgr import ref_guard
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    theirs = repo / "team-hooks"
+    theirs.mkdir()
+    git(repo, "config", "core.hooksPath", "team-hooks")
+    skipped = ref_guard.install(repo)
+    assert "is not unitmgr's" in skipped["skipped"] and list(theirs.iterdir()) == []
+    (theirs / ref_guard.OWNED_MARKER).write_text("")
+    installed = ref_guard.install(repo)
+    assert installed == {"installed": str(theirs / "reference-transaction"), "chained": None}
+    assert ref_guard.HOOK_MARKER in (theirs / "reference-transaction").read_text()
+
+
+def test_guard_refs_refuses_an_executor_moving_main_or_another_units_branch(
+    sandbox: Sandbox,
+) -> None:
+    hooks = sandbox.common_dir / "hooks"
+    log = sandbox.root / "team-hook.log"
+    _write(  # the team's own hook: chained, run first, its refusal respected
+        hooks / "reference-transaction",
+        f'#!/bin/sh\ninput=$(cat)\necho "$1" >> {log}\n'
+        'case "$input" in *refs/heads/team-forbidden*) exit 1;; esac\nexit 0\n',
+    ).chmod(0o755)
+    _write(sandbox.registry / "config.toml", "guard_refs = true\n")
+    assert sandbox.create("u2").code == 0
+    sandbox.wait_turn("u2")
+    mover = (
+        "cat > /dev/null; date +%s%N > mine.txt; git add mine.txt; git commit -qm mine && "
+        "echo committed; for ref in main feat/u2; do git update-ref refs/heads/$ref HEAD "
+        "2>/dev/null && echo moved-$ref || echo refused-$ref; done; "
+        "git tag t$(date +%s%N) && echo tagged"
+    )
+    created = sandbox.create("u1", model=mover)
+    assert created.code == 0, created.stdout
+    assert (hooks / "reference-transaction.unitmgr-chained").is_file()
+    main, other = (git(sandbox.repo, "rev-parse", ref) for ref in ("main", "feat/u2"))
+    receipt = sandbox.wait_turn("u1")
+    reply = receipt["reply"].split()
+    assert reply == ["committed", "refused-main", "refused-feat/u2", "tagged"], receipt
+    assert (git(sandbox.repo, "rev-parse", "main"), git(sandbox.repo, "rev-parse", "feat/u2")) == (
+        main,
+        other,
+    )
+    assert receipt["foreign_ref_changes"] == []
+    assert "prepared" in log.read_text()  # the team's hook ran for the executor's commit
+    # Outside a unit's turn the guard is inert, and the chained hook still refuses its own.
+    git(sandbox.repo, "update-ref", "refs/heads/lead-branch", "HEAD")
+    with pytest.raises(subprocess.CalledProcessError):
+        git(sandbox.repo, "update-ref", "refs/heads/team-forbidden", "HEAD")
+
+    # Turned off in the config: the hook stops refusing; the ref audit still reports.
+    _write(sandbox.registry / "config.toml", "guard_refs = false\n")
+    body = _write(sandbox.root / "again.md", "again\n")
+    again = sandbox.pair(
+        "send", "--kind", "task", "--body-file", str(body), "--write", repo=sandbox.worktree("u1")
+    )
+    assert again.document["reply"].split()[1:3] == ["moved-main", "moved-feat/u2"], again.stdout
+    foreign = {change["ref"] for change in again.document["foreign_ref_changes"]}
+    assert foreign == {"refs/heads/main", "refs/heads/feat/u2"}

@@ -615,3 +615,20 @@ def untracked_files(worktree: Path) -> list[str]:
         ["ls-files", "-z", "--others", "--exclude-standard"], cwd=worktree, step="ls-files"
     )
     return [name for name in result.stdout.split("\0") if name]
+
+
+# -- the ref guard hook (SPEC 4.1 guard_refs) -------------------------------------------------
+
+
+def config_value(key: str, *, cwd: Path) -> str | None:
+    """`git config --get KEY`, or None when it is not set."""
+    result = run_git(["config", "--get", key], cwd=cwd, step="read config", check=False)
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def hooks_directory(*, cwd: Path) -> Path:
+    """The hooks directory git runs hooks from (the common dir's, or `core.hooksPath`)."""
+    result = run_git(
+        ["rev-parse", "--path-format=absolute", "--git-path", "hooks"], cwd=cwd, step="hooks"
+    )
+    return Path(result.stdout.strip())

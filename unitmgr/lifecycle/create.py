@@ -221,8 +221,10 @@ class Builder(CreateRollback):
             ensure_manifest(record)
         if not self.journal.is_done("reserve"):
             self.journal.write("reserve", "done", {"resumed": True})
-        # Read when the steps run, so a resume copies what the config names now.
-        listed = load_config(self.workspace.toplevel, self.workspace.common_git_dir).value("copy")
+        # Read when the steps run, so a resume copies (and guards) what the config says now.
+        config = load_config(self.workspace.toplevel, self.workspace.common_git_dir)
+        listed = config.value("copy")
+        self.guard_refs = bool(config.value("guard_refs"))
         steps: dict[str, Handler | Step] = {
             "manifest": self._manifest,
             "worktree": self._worktree,

@@ -25,7 +25,7 @@ from registry.processes import (
 )
 from registry.records import UnitRecord
 from registry.timeutil import seconds_from_env
-from unitmgr import baseline, git
+from unitmgr import baseline, git, ref_guard
 from unitmgr.copy_files import copy_listed
 from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.journal import Journal
@@ -48,6 +48,7 @@ class CreateSteps:
         self.record = record
         self.deadline = deadline
         self.journal = Journal(self.registry, record, "create")
+        self.guard_refs = False  # the project config's guard_refs (SPEC 4.1), set by build
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -171,6 +172,9 @@ class CreateSteps:
 
     def _pair_init(self, outcome: dict[str, Any]) -> None:
         assert self.record.staffing is not None
+        if self.guard_refs:  # before the first turn can move a ref
+            outcome["guard_refs"] = ref_guard.install(self.workspace.toplevel)
+            progress(f"unit create {self.record.unit_id}: guard_refs: {outcome['guard_refs']}")
         outcome.update(
             init_pair(self.record, self.journal, "pair-init", self.record.staffing.current)
         )
