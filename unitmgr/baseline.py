@@ -13,7 +13,6 @@ fingerprint is malformed, simply does not match. This module knows no lock and w
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from pathlib import Path, PurePosixPath
@@ -27,6 +26,8 @@ MAX_BASELINE_FILES = 10_000  # beyond this, setup's extra files count as changes
 
 def fingerprint(worktree: Path, name: str) -> dict[str, Any] | None:
     """`{sha256, size, mtime_ns}` of a regular file or a symlink (its target text), else None."""
+    import hashlib  # only when a baseline is taken or checked (status --all stays light)
+
     path = worktree / name
     try:
         info = os.lstat(path)
