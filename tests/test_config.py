@@ -284,3 +284,32 @@ def test_guard_refs_refuses_an_executor_moving_main_or_another_units_branch(
     assert again.document["reply"].split()[1:3] == ["moved-main", "moved-feat/u2"], again.stdout
     foreign = {change["ref"] for change in again.document["foreign_ref_changes"]}
     assert foreign == {"refs/heads/main", "refs/heads/feat/u2"}
+
+
+def test_intake_takes_its_limits_from_the_config_and_a_flag_wins(
+    sandbox: Sandbox, github: object
+) -> None:
+    _write(sandbox.repo / ".unitmgr.toml", "max_active = 7\nmax_held = 5\n")
+    from_file = sandbox.unit("intake", "--label", "ready")
+    assert from_file.code == 0, from_file.stdout
+    assert (from_file["capacity"]["max_active"], from_file["capacity"]["max_held"]) == (7, 5)
+    flagged = sandbox.unit("intake", "--label", "ready", "--max-held", "3")
+    assert (flagged["capacity"]["max_active"], flagged["capacity"]["max_held"]) == (7, 3)
+
+
+def test_a_resume_compares_the_worktree_the_template_resolves_to(sandbox: Sandbox) -> None:
+    local = _write(sandbox.registry / "config.toml", 'worktree_root = "../units/{unit}"\n')
+    args = sandbox.create_args("u1", worktree=None)
+    crash = dict(
+        os.environ, UNITMGR_TEST_HOOKS="1", UNITMGR_TEST_CRASH_AFTER="create:worktree:done"
+    )
+    assert sandbox.unit(*args, env=crash).code == -9
+    recorded = sandbox.record("u1")["worktree"]
+    assert recorded == os.path.realpath(sandbox.root / "units" / "u1")
+    local.write_text('worktree_root = "../elsewhere/{unit}"\n')
+    moved = sandbox.unit(*args)
+    assert moved.code == 1 and moved["code"] == "cannot-resume", moved.stdout
+    assert moved["detail"]["field"] == "worktree"
+    local.write_text('worktree_root = "../units/{unit}"\n')
+    resumed = sandbox.unit(*args)
+    assert resumed.code == 0 and resumed["status"] == "resumed", resumed.stdout
