@@ -50,6 +50,8 @@ class Session(Record):
     partner_bin_version: str | None = None
     # The branch writable turns may move (the ref audit); None: the worktree's branch per turn.
     branch: str | None = None
+    # The unit this pair works for (unitmgr passes it): UNITMGR_UNIT in the partner's environment.
+    unit: str | None = None
     # identity -> why: the account cannot report rate limits, so no turn asks again.
     rate_limits_refused: dict[str, str] | None = None
     worktree: str

@@ -285,6 +285,8 @@ def run_and_account(
         partner_bin=session.partner_bin,
     )
     environment = partner_environment(codex_home=session.identity_home)
+    if session.unit:  # a guard hook (SPEC 4.1) knows whose turn moves refs
+        environment["UNITMGR_UNIT"] = session.unit
     branch = session.branch or pair_git.current_branch(paths.state_dir.parent)
     refs_before = audit_refs(paths, session) if marker.write else None
 

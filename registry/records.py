@@ -221,6 +221,7 @@ class UnitRecord(Record):
     paths: list[str] = dataclasses.field(default_factory=list)
     validation: str = ""
     setup: str | None = None
+    setup_baseline: dict[str, Any] | None = None  # {path: {sha256, size, mtime_ns}}, SPEC 3.3
     resources: Resources = dataclasses.field(default_factory=Resources)
     staffing: StaffingHistory | None = None
     pending_staffing: dict[str, Any] | None = None

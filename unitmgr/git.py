@@ -389,18 +389,19 @@ def exclude_file(*, cwd: Path) -> Path:
 # -- observing a worktree --------------------------------------------------------------------
 
 
-def status_porcelain(worktree: Path) -> list[str] | None:
+def status_porcelain(worktree: Path, *, untracked: str = "normal") -> list[str] | None:
     """`git status --porcelain -z` entries (XY path), or None when git fails."""
     try:
-        return status_entries(worktree)
+        return status_entries(worktree, untracked=untracked)
     except GitError:
         return None
 
 
-def status_entries(worktree: Path) -> list[str]:
-    """`git status --porcelain -z` entries (XY path); a git failure raises (never "clean")."""
+def status_entries(worktree: Path, *, untracked: str = "normal") -> list[str]:
+    """`git status --porcelain -z` entries (XY path); a git failure raises (never "clean").
+    `untracked="all"` lists each untracked file instead of its directory."""
     result = run_git(
-        ["status", "--porcelain", "-z", "--untracked-files=normal"],
+        ["status", "--porcelain", "-z", f"--untracked-files={untracked}"],
         cwd=worktree,
         step="status",
         optional_locks=False,
@@ -419,7 +420,12 @@ class BranchStatus:
 
 
 def status_against(
-    worktree: Path, *, branch: str, upstream_ref: str, ignored: bool = False
+    worktree: Path,
+    *,
+    branch: str,
+    upstream_ref: str,
+    ignored: bool = False,
+    untracked: str = "normal",
 ) -> BranchStatus | None:
     """`git status --porcelain -z --branch` with `upstream_ref` as the branch's upstream for
     this one call, or None when git fails.
@@ -427,7 +433,8 @@ def status_against(
     The upstream is set through `GIT_CONFIG_*` variables (command-line scope: nothing is
     written, and a branch name holding `=` or `.` stays one key), so the one process that lists
     the dirty files also counts ahead/behind — the work of a separate `rev-list`.
-    `ignored` adds the `!!` entries (`--ignored=traditional`: whole ignored directories).
+    `ignored` adds the `!!` entries (`--ignored=traditional`: whole ignored directories);
+    `untracked="all"` lists each untracked file instead of its directory.
     """
     inherited = os.environ.get("GIT_CONFIG_COUNT", "")
     count = int(inherited) if inherited.isdigit() else 0  # keep the caller's own -c settings
@@ -438,7 +445,8 @@ def status_against(
         f"GIT_CONFIG_KEY_{count + 1}": f"branch.{branch}.merge",
         f"GIT_CONFIG_VALUE_{count + 1}": upstream_ref,
     }
-    args = ["status", "--porcelain", "-z", "--branch", "--ahead-behind", "--untracked-files=normal"]
+    args = ["status", "--porcelain", "-z", "--branch", "--ahead-behind"]
+    args.append(f"--untracked-files={untracked}")
     if ignored:
         args.append("--ignored=traditional")
     result = run_git(
@@ -564,3 +572,69 @@ def tracked_status(worktree: Path) -> str:
         optional_locks=False,
     )
     return result.stdout
+
+
+# -- the project config's copy list (SPEC 3.3 copy-files) ------------------------------------
+
+
+def ignored_paths(paths: Sequence[str], *, cwd: Path) -> set[str]:
+    """Which of `paths` (relative to `cwd`) git ignores (`git check-ignore`; a tracked path is
+    never ignored). One call per path: `-z` needs `--stdin`, and copy lists are short."""
+    ignored = set()
+    for path in paths:
+        result = run_git(
+            ["check-ignore", "-q", "--", path], cwd=cwd, step="check-ignore", check=False
+        )
+        if result.returncode not in (0, 1):  # 1: not ignored
+            raise GitError(
+                "check-ignore", ["git", "check-ignore"], result.returncode, result.stderr
+            )
+        if result.returncode == 0:
+            ignored.add(path)
+    return ignored
+
+
+def tracked_paths(paths: Sequence[str], *, cwd: Path) -> set[str]:
+    """Which of `paths` are tracked files, or directories holding one (literal paths, no
+    globbing)."""
+    if not paths:
+        return set()
+    result = run_git(
+        ["ls-files", "-z", "--", *paths],
+        cwd=cwd,
+        step="ls-files",
+        environment={"GIT_LITERAL_PATHSPECS": "1"},
+    )
+    files = [name for name in result.stdout.split("\0") if name]
+    return {
+        path
+        for path in paths
+        if any(
+            name == path.rstrip("/") or name.startswith(path.rstrip("/") + "/") for name in files
+        )
+    }
+
+
+def untracked_files(worktree: Path) -> list[str]:
+    """Every untracked, non-ignored file, one by one (`ls-files --others --exclude-standard`)."""
+    result = run_git(
+        ["ls-files", "-z", "--others", "--exclude-standard"], cwd=worktree, step="ls-files"
+    )
+    return [name for name in result.stdout.split("\0") if name]
+
+
+# -- the ref guard hook (SPEC 4.1 guard_refs) -------------------------------------------------
+
+
+def config_value(key: str, *, cwd: Path) -> str | None:
+    """`git config --get KEY`, or None when it is not set."""
+    result = run_git(["config", "--get", key], cwd=cwd, step="read config", check=False)
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def hooks_directory(*, cwd: Path) -> Path:
+    """The hooks directory git runs hooks from (the common dir's, or `core.hooksPath`)."""
+    result = run_git(
+        ["rev-parse", "--path-format=absolute", "--git-path", "hooks"], cwd=cwd, step="hooks"
+    )
+    return Path(result.stdout.strip())

@@ -47,6 +47,9 @@ def _lock_timeout() -> Any:
 
 def _dry_run() -> Any:
     return option("--dry-run", DRY_RUN_HELP, False)
+# None when not given: the project config's value applies (SPEC 3.16), else 2.
+MAX_ACTIVE_HELP = "Refuse when this many units are active (default: config max_active, else 2)."
+MAX_HELD_HELP = "Refuse when this many wait for review (default: config max_held, else 2)."
 
 
 @dataclass(frozen=True)
@@ -93,12 +96,8 @@ class CreateOptions:
     setup: str | None = option(
         "--setup", "A shell command run once in the new worktree.", metavar="COMMAND"
     )
-    max_active: str = option(
-        "--max-active", "Refuse when this many units are active already.", "2", "N"
-    )
-    max_held: str = option(
-        "--max-held", "Refuse when this many units wait for human review.", "2", "N"
-    )
+    max_active: str | None = option("--max-active", MAX_ACTIVE_HELP, metavar="N")
+    max_held: str | None = option("--max-held", MAX_HELD_HELP, metavar="N")
     allow_overlap: bool = option(
         "--allow-overlap", "Allow --paths that overlap another unit's.", False
     )
@@ -198,6 +197,11 @@ class IntakeOptions:
     milestone: str | None = option(
         "--milestone", "Only issues of this milestone (title or number).", metavar="MILESTONE"
     )
-    max_active: str = option("--max-active", "Slots: units active at once.", "2", "N")
-    max_held: str = option("--max-held", "Slots: units waiting for human review.", "2", "N")
+    max_active: str | None = option("--max-active", MAX_ACTIVE_HELP, metavar="N")
+    max_held: str | None = option("--max-held", MAX_HELD_HELP, metavar="N")
     limit: str = option("--limit", "Read at most this many issues.", "30", "N")
+
+
+@dataclass(frozen=True)
+class ConfigOptions:
+    """`unit config` takes only the common `--repo` and `--format`."""

@@ -36,6 +36,7 @@ def init(
     total_min: float | str | None = None,
     on_partner_start: Callable[[ProcessIdentity], None] | None = None,
     branch: str | None = None,
+    unit: str | None = None,
 ) -> dict[str, Any]:
     """Create the worktree's pair session, or resume the one already there.
 
@@ -43,6 +44,7 @@ def init(
     the in-flight marker meanwhile; `on_partner_start` receives the bootstrap's process identity
     before anything waits on it (unit journals it). `branch` is the branch the session's
     writable turns may move (the ref audit); without it, each turn allows the worktree's branch.
+    `unit` names the unit the pair works for: every turn's partner gets it as `UNITMGR_UNIT`.
     """
     from pair.bootstrap import BOOTSTRAP_IDLE_MINUTES, BOOTSTRAP_TOTAL_MINUTES, run_bootstrap
     from pair.identity import identity_home, refuse_same_cli
@@ -95,6 +97,7 @@ def init(
         partner_bin=binary if partner != "script" else None,
         partner_bin_version=version,
         branch=branch,
+        unit=unit,
         worktree=str(root),
         state_dir=str(paths.state_dir),
         transcripts=str(paths.transcripts_dir),

@@ -25,7 +25,8 @@ from registry.processes import (
 )
 from registry.records import UnitRecord
 from registry.timeutil import seconds_from_env
-from unitmgr import git
+from unitmgr import baseline, git, ref_guard
+from unitmgr.copy_files import copy_listed
 from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.journal import Journal
 from unitmgr.lifecycle.manifest import ensure_manifest
@@ -47,6 +48,7 @@ class CreateSteps:
         self.record = record
         self.deadline = deadline
         self.journal = Journal(self.registry, record, "create")
+        self.guard_refs = False  # the project config's guard_refs (SPEC 4.1), set by build
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -131,6 +133,13 @@ class CreateSteps:
                 write_text_atomic(exclude, text + PR_BODY_PATTERN + "\n", mode=mode)
         outcome.update(path=str(exclude), pattern=PR_BODY_PATTERN, added=added)
 
+    def _copy_files(self, listed: list[str], outcome: dict[str, Any]) -> None:
+        """The config's `copy` list, from the top level into the new worktree (SPEC 3.3)."""
+        progress(f"unit create {self.record.unit_id}: copy-files: {', '.join(listed)}")
+        target = Path(self.record.worktree)
+        report = copy_listed(listed, source=self.workspace.toplevel, target=target)
+        outcome.update(copied=report.copied, skipped=report.skipped)
+
     def _setup(self, outcome: dict[str, Any]) -> None:
         record = self.record
         assert record.setup is not None
@@ -157,9 +166,15 @@ class CreateSteps:
                 f"setup exited {result.exit_code}",
                 detail={"output_tail": result.output_tail[-2000:]},
             )
+        # What setup left is not the unit's change (written with this step's `done`).
+        record.setup_baseline = baseline.take(Path(record.worktree))
+        outcome["setup_baseline"] = sorted(record.setup_baseline)[:20]
 
     def _pair_init(self, outcome: dict[str, Any]) -> None:
         assert self.record.staffing is not None
+        if self.guard_refs:  # before the first turn can move a ref
+            outcome["guard_refs"] = ref_guard.install(self.workspace.toplevel)
+            progress(f"unit create {self.record.unit_id}: guard_refs: {outcome['guard_refs']}")
         outcome.update(
             init_pair(self.record, self.journal, "pair-init", self.record.staffing.current)
         )

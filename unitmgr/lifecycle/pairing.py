@@ -39,6 +39,7 @@ def init_pair(
         role="executor",
         on_partner_start=lambda child: journal.note_child(step, child),
         branch=record.branch,  # the one branch its writable turns may move (the ref audit)
+        unit=record.unit_id,  # UNITMGR_UNIT for the ref guard hook (SPEC 4.1)
     )
     record.pair = PairRef(
         sid=result["sid"],

@@ -18,7 +18,7 @@ from registry.locks import Deadline
 from registry.output import progress
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
-from unitmgr import git, validation
+from unitmgr import baseline, git, validation
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import ScopeOptions
 from unitmgr.units import base_ref_of, load, locked
@@ -112,7 +112,7 @@ def report(
         else set()
     )
     outside = [name for name in files if name not in inside]
-    dirty = git.status_entries(worktree)
+    dirty = baseline.dirty_entries(record, worktree)  # setup's leftovers do not count
     return {
         "unit_id": record.unit_id,
         "base": base,

@@ -21,7 +21,7 @@ from registry.output import progress
 from registry.processes import ChildTimeout, ProcessIdentity, is_alive, kill_tree, run_streamed
 from registry.records import UnitRecord
 from registry.timeutil import iso_z, seconds_from_env
-from unitmgr import git, validation
+from unitmgr import baseline, git, validation
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import VerifyOptions
 from unitmgr.units import load, locked, refuse_in_flight
@@ -37,7 +37,7 @@ def _preconditions(record: UnitRecord) -> str:
     if not record.validation.strip():
         raise StateError("no-validation", f"unit {record.unit_id} has no recorded --validation")
     refuse_in_flight(record, what="verifying")
-    dirty = git.status_entries(worktree)
+    dirty = baseline.dirty_entries(record, worktree)  # setup's leftovers do not count
     if dirty:
         raise StateError(
             "worktree-dirty",

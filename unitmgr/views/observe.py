@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_z
-from unitmgr import git
+from unitmgr import baseline, git
 from unitmgr.steps import CREATE_PHASES
 from unitmgr.units import base_ref_of, first_turn_resend, pair_state
 from unitmgr.views.worktree_scan import WorktreeFacts, WorktreeJob, WorktreeScanner
@@ -323,6 +323,9 @@ def _worktree_summary(
     """The worktree block of `status --all` and the unit's changed files (committed since the
     merge base, plus staged, unstaged and untracked)."""
     counts, entries = facts.counts, facts.entries
+    if entries is not None and record.setup_baseline:  # setup's leftovers are not changes
+        kept = baseline.unchanged(record, Path(record.worktree), by_stat=True)
+        entries = baseline.without_baseline(entries, kept)
     files: list[str] | None = None
     if facts.committed is not None and entries is not None:
         files = sorted(set(facts.committed) | {entry[3:] for entry in entries})
@@ -354,7 +357,13 @@ def facts_by_unit(
         else:
             present.append((record, row))
     jobs = [
-        WorktreeJob(Path(record.worktree), base_ref_of(record), row.branch, row.head)
+        WorktreeJob(
+            Path(record.worktree),
+            base_ref_of(record),
+            row.branch,
+            row.head,
+            "all" if record.setup_baseline else "normal",
+        )
         for record, row in present
     ]
     for (record, row), facts in zip(

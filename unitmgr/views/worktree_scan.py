@@ -47,6 +47,7 @@ class WorktreeJob:
     base_ref: str
     branch: str | None  # the branch checked out there (from `git worktree list`), None: detached
     head: str | None  # its HEAD commit (from `git worktree list`)
+    untracked: str = "normal"  # "all" for a unit with a setup baseline: files one by one
 
 
 def upstream_names(base_ref: str) -> set[str]:
@@ -114,7 +115,11 @@ class WorktreeScanner:
         self.git_runs += 1
         status = (
             git.status_against(
-                job.worktree, branch=job.branch, upstream_ref=job.base_ref, ignored=self.reuse
+                job.worktree,
+                branch=job.branch,
+                upstream_ref=job.base_ref,
+                ignored=self.reuse,
+                untracked=job.untracked,
             )
             if job.branch
             else None
@@ -137,7 +142,7 @@ class WorktreeScanner:
         if not answered:
             counts = git.ahead_behind(job.base_ref, worktree=job.worktree)
         if status is None and not job.branch:
-            entries = git.status_porcelain(job.worktree)
+            entries = git.status_porcelain(job.worktree, untracked=job.untracked)
         if counts is not None and counts[0] == 0:
             committed: list[str] | None = []  # HEAD is its own merge base: nothing committed
         else:

@@ -1,0 +1,152 @@
+"""The opt-in ref guard (SPEC 4.1, `guard_refs = true` in the project config): a
+`reference-transaction` hook that refuses, while `UNITMGR_UNIT` is set (the pair supervisor sets
+it for the executor's partner), any ref update outside what that unit's turn may move.
+
+Allowed, as the ref audit allows (pair/git.py `_turn_may_move`): the unit's branch, that
+branch's remote-tracking refs, tags it creates, and its own worktree's HEAD and pseudo-refs.
+Everything else (`main`, another unit's branch, a tag that exists) is refused in the `prepared`
+state, which aborts the transaction.
+
+`install` writes the hook into the common dir's `hooks/` (or a `core.hooksPath` directory only
+when it carries `OWNED_MARKER`: a hooks path unitmgr does not own is never written to). A hook
+already there that is not ours is kept as `reference-transaction.unitmgr-chained`, run first
+with the same arguments and input, and its refusal is respected. The hook reads the config and
+the unit's record when it runs, so turning `guard_refs` off stops it refusing at once; it is
+never removed (other units share it, and without `UNITMGR_UNIT` it does nothing).
+
+The guard's check runs in the hook's process (`python -m unitmgr.ref_guard`); it fails closed
+(refuses) when it cannot read what it needs. The config it reads is the repository's (the
+record's top level) and this machine's, never the executor's worktree copy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+HOOK_NAME = "reference-transaction"
+CHAINED_SUFFIX = ".unitmgr-chained"
+HOOK_MARKER = "# unitmgr-ref-guard v1"
+OWNED_MARKER = ".unitmgr-owned"  # in a core.hooksPath directory unitmgr may write to
+_PSEUDO_REF = re.compile(r"[A-Z][A-Z_]*")  # HEAD, ORIG_HEAD, FETCH_HEAD, ... (per worktree)
+_PER_WORKTREE = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
+
+
+def hook_text(python: str) -> str:
+    return f"""#!/bin/sh
+{HOOK_MARKER}: installed by `unit create` (guard_refs = true, SPEC 4.1); do not edit.
+# Runs the hook it replaced first, then refuses, while UNITMGR_UNIT is set, a ref update
+# outside that unit's branch (unitmgr/ref_guard.py).
+input=$(cat; echo .)
+input=${{input%.}}
+if [ -x "$0{CHAINED_SUFFIX}" ]; then
+    printf '%s' "$input" | "$0{CHAINED_SUFFIX}" "$@" || exit $?
+fi
+[ -n "$UNITMGR_UNIT" ] || exit 0
+[ "$1" = prepared ] || exit 0
+printf '%s' "$input" | exec {shlex.quote(python)} -I -m unitmgr.ref_guard "$1"
+"""
+
+
+def install(toplevel: Path) -> dict[str, Any]:
+    """Install (or refresh) the hook; `{installed, chained}` or `{skipped: why}`."""
+    from registry.atomic import write_text_atomic
+    from unitmgr import git
+
+    configured = git.config_value("core.hooksPath", cwd=toplevel)
+    directory = git.hooks_directory(cwd=toplevel)
+    if configured is not None and not (directory / OWNED_MARKER).is_file():
+        return {
+            "skipped": f"core.hooksPath {configured} is not unitmgr's (no {OWNED_MARKER} there): "
+            "no hook is written to it; the ref audit still reports foreign ref changes"
+        }
+    hook, chained = directory / HOOK_NAME, directory / (HOOK_NAME + CHAINED_SUFFIX)
+    if os.path.lexists(hook) and not _is_ours(hook):
+        if os.path.lexists(chained):
+            return {
+                "skipped": f"{hook} is not unitmgr's and {chained.name} exists already: move "
+                "one of them away to let unitmgr chain the other"
+            }
+        os.rename(hook, chained)  # kept and run first by ours
+    directory.mkdir(parents=True, exist_ok=True)
+    text = hook_text(sys.executable)
+    if not _is_ours(hook) or hook.read_text(encoding="utf-8") != text:
+        write_text_atomic(hook, text, mode=0o755)
+    return {"installed": str(hook), "chained": str(chained) if os.path.lexists(chained) else None}
+
+
+def _is_ours(hook: Path) -> bool:
+    try:
+        with open(hook, "rb") as handle:
+            return HOOK_MARKER.encode() in handle.read(4096)
+    except OSError:
+        return False
+
+
+def refused_updates(unit_id: str, lines: list[str], *, cwd: Path) -> list[str]:
+    """The refs of a `prepared` transaction's lines (`OLD NEW REF`) the unit may not update."""
+    from registry.store import Registry
+    from unitmgr import git
+    from unitmgr.config import load_config
+    from unitmgr.workspace import realpath
+
+    here = git.resolve_repository(cwd)
+    record = Registry(here.common_git_dir).read(unit_id)
+    if record is None:
+        return []  # no such unit (any more): nothing to guard
+    config = load_config(Path(record.repository or here.toplevel), here.common_git_dir)
+    if not config.value("guard_refs"):
+        return []
+    in_own_worktree = realpath(here.toplevel) == realpath(record.worktree)
+    refused = []
+    for line in lines:
+        parts = line.split(" ", 2)
+        if len(parts) != 3:
+            continue
+        ref = parts[2]
+        if _may_update(ref, branch=record.branch, in_own_worktree=in_own_worktree):
+            continue
+        if ref.startswith("refs/tags/") and not git.ref_exists(ref, cwd=cwd):
+            continue  # a tag the turn creates
+        refused.append(ref)
+    return refused
+
+
+def _may_update(ref: str, *, branch: str, in_own_worktree: bool) -> bool:
+    if ref == f"refs/heads/{branch}":
+        return True
+    remote = ref.removeprefix("refs/remotes/")
+    suffix = "/" + branch
+    if remote != ref and remote.endswith(suffix) and "/" not in remote[: -len(suffix)]:
+        return True
+    return in_own_worktree and (bool(_PSEUDO_REF.fullmatch(ref)) or ref.startswith(_PER_WORKTREE))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The hook's check: exit 1 (the transaction aborts) naming every refused ref."""
+    args = sys.argv[1:] if argv is None else argv
+    unit_id = os.environ.get("UNITMGR_UNIT", "")
+    if not unit_id or args[:1] != ["prepared"]:
+        return 0
+    lines = sys.stdin.read().splitlines()
+    try:
+        refused = refused_updates(unit_id, lines, cwd=Path.cwd())
+    except Exception as error:  # fail closed: a guard that cannot check refuses
+        print(f"unitmgr ref guard: cannot check unit {unit_id}'s refs ({error})", file=sys.stderr)
+        return 1
+    if refused:
+        print(
+            f"unitmgr ref guard: unit {unit_id} may not update {', '.join(refused)} — only its "
+            "branch, its remote-tracking refs, new tags and its worktree's HEAD (guard_refs)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
