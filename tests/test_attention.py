@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from registry.timeutil import iso_from_epoch
+from tests.conftest import Sandbox
 from unitmgr.views.attention import derive, first_line, stuck_seconds
 
 NOW = 1_800_000_000.0
@@ -230,3 +231,31 @@ def test_stuck_threshold_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
         stuck_after=150,
     )
     assert found["state"] == "stuck"
+
+
+def test_chained_waits_never_miss_a_receipt_landing_between_them(sandbox: Sandbox) -> None:
+    created = sandbox.create("u1", model="cat > /dev/null; echo 'Answered.'")
+    assert created.code == 0, created.stdout
+    sandbox.wait_turn("u1")
+    since = sandbox.unit("status", "--all")["observed_at"]
+    question = sandbox.root / "question.md"
+    question.write_text("And then?\n")
+    worktree = sandbox.worktree("u1")
+    for seq in (2, 3, 4):
+        # The receipt lands while no wait runs: only `--since` can make the next wait see it.
+        sent = sandbox.pair(
+            "send", "--kind", "question", "--body-file", str(question), repo=worktree
+        )
+        assert sent.code == 0, sent.stdout
+        assert sandbox.wait_turn("u1")["seq"] == seq
+        waited = sandbox.unit("wait", "--unit", "u1", "--since", since, "--timeout-min", "1")
+        assert waited.code == 0, waited.stdout
+        (change,) = waited["changed"]
+        assert change["latest_receipt"]["seq"] == seq  # this turn's receipt, not an older one
+        assert change["attention"]["state"] == "waiting-on-lead"
+        assert change["attention"]["why"] == f"#{seq} question replied: Answered."
+        assert waited["observed_at"] > since
+        since = waited["observed_at"]
+    # Nothing landed since the last wait looked: the chain reports no receipt twice.
+    quiet = sandbox.unit("wait", "--unit", "u1", "--since", since, "--timeout-min", "0.01")
+    assert quiet.code == 0 and quiet["changed"] == [] and quiet["observed_at"] > since

@@ -41,7 +41,8 @@ def first_line(text: str | None) -> str:
     return ""
 
 
-def _ago(seconds: float) -> str:
+def ago(seconds: float) -> str:
+    """A duration for a person: `42s`, `17m`, `3h05m`."""
     seconds = max(0, int(seconds))
     if seconds < 120:
         return f"{seconds}s"
@@ -100,7 +101,7 @@ def derive(
         return _state("failed", finished, f"{turn} {status}" + (f": {reason}" if reason else ""))
     if status == "rate-limited":
         retry = receipt.get("retry_after_seconds")
-        why = f"{turn} rate-limited" + (f", retry after {_ago(retry)}" if retry else "")
+        why = f"{turn} rate-limited" + (f", retry after {ago(retry)}" if retry else "")
         reason = first_line(receipt.get("reason"))
         return _state("rate-limited", finished, why + (f": {reason}" if reason else ""))
     if status == "replied":
@@ -122,9 +123,9 @@ def _in_flight(
     quiet = now - quiet_since if quiet_since is not None else 0.0
     if quiet >= stuck_after:
         since = last_output or started
-        return _state("stuck", since, f"{label} no output for {_ago(quiet)}")
+        return _state("stuck", since, f"{label} no output for {ago(quiet)}")
     if last_output:
-        return _state("running", started, f"{label} running, last output {_ago(quiet)} ago")
+        return _state("running", started, f"{label} running, last output {ago(quiet)} ago")
     return _state("running", started, f"{label} running, no output yet")
 
 
