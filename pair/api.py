@@ -20,9 +20,11 @@ from pair.commands.shared import parse_minutes, paths_at, paths_for
 from pair.commands.status import read_status, status
 from pair.commands.wait import ended_receipt, wait
 from pair.paths import PairPaths, is_log, is_receipt, state_dir_for
+from pair.transcripts import TurnFiles, render_line, turn_files
 
 __all__ = [
     "PairPaths",
+    "TurnFiles",
     "cancel",
     "cancel_state",
     "clear",
@@ -38,9 +40,11 @@ __all__ = [
     "paths_at",
     "paths_for",
     "read_status",
+    "render_line",
     "resolve_model",
     "send",
     "state_dir_for",
     "status",
+    "turn_files",
     "wait",
 ]

@@ -25,6 +25,7 @@ from unitmgr.commands import (
     restaff,
     scope,
     status,
+    tail,
     verify,
     wait,
     watch,
@@ -53,6 +54,7 @@ for name, module in (
     ("intake", intake),
     ("merge", merge),
     ("watch", watch),
+    ("tail", tail),
 ):
     app.command(name)(module.command)
 
