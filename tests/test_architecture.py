@@ -141,6 +141,7 @@ def test_journal_step_names_are_the_contract() -> None:
         "manifest",
         "worktree",
         "pr-body-exclude",
+        "copy-files",
         "setup",
         "pair-init",
         "pair-verify",

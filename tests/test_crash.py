@@ -55,6 +55,12 @@ CRASH_POINTS = [
 def prepare(sandbox: Sandbox, command: str) -> list[str]:
     """The arguments of the command to crash, after whatever it needs exists."""
     if command == "create":
+        # A copy list, so the copy-files step runs (and resumes) too.
+        (sandbox.repo / ".env").write_text("SECRET_PLACE=here\n")
+        with (sandbox.common_dir / "info" / "exclude").open("a") as exclude:
+            exclude.write(".env\n")
+        (sandbox.registry).mkdir(exist_ok=True)
+        (sandbox.registry / "config.toml").write_text('copy = [".env"]\n')
         return sandbox.create_args("u1", setup="echo ran >> ../setup-runs.log")
     working = sandbox.create("u1", model="cat")
     assert working.code == 0, working.stdout + working.stderr
@@ -91,6 +97,7 @@ def assert_final(sandbox: Sandbox, command: str, result) -> None:
     seq = sandbox.pair("status", repo=sandbox.worktree("u1"))["seq"]
     if command == "create":
         assert unit["pair"]["latest_seq"] == 1 and seq == 1  # never a second first task
+        assert (sandbox.worktree("u1") / ".env").read_text() == "SECRET_PLACE=here\n"
     elif command == "restaff":
         assert unit["staffing"]["current"]["model"] == "cat > /dev/null; echo new executor"
         assert len(unit["staffing"]["history"]) == 1  # the checkpoint is pushed exactly once
@@ -135,7 +142,7 @@ def test_a_command_killed_after_each_journal_write_resumes(
 
 
 def test_every_journal_step_has_crash_points() -> None:
-    assert len(CRASH_POINTS) == 2 * sum(len(steps) for steps in STEPS_BY_COMMAND.values()) == 50
+    assert len(CRASH_POINTS) == 2 * sum(len(steps) for steps in STEPS_BY_COMMAND.values()) == 52
 
 
 def test_resume_kills_the_journaled_setup_child_first(sandbox: Sandbox) -> None:

@@ -251,6 +251,8 @@ def test_admission_counts_recorded_units(sandbox: Sandbox) -> None:
 
 
 def test_dry_run_plans_and_writes_nothing(sandbox: Sandbox) -> None:
+    sandbox.registry.mkdir(exist_ok=True)
+    (sandbox.registry / "config.toml").write_text('copy = [".env"]\n')  # copy-files runs too
     before = sandbox.snapshot()
     result = sandbox.create("u1", "--dry-run", setup="true")
     assert result.code == 0, result.stdout
@@ -259,6 +261,7 @@ def test_dry_run_plans_and_writes_nothing(sandbox: Sandbox) -> None:
     assert [step["step"] for step in result["plan"]] == list(CREATE_STEPS)
     assert {step["action"] for step in result["plan"]} == {"run"}
     assert result["plan"][2]["detail"]["base_sha"] == git(sandbox.repo, "rev-parse", "origin/main")
+    assert result["plan"][4]["detail"] == {"copy": [".env"]}
     assert sandbox.snapshot() == before
     refused = sandbox.create("u1", "--dry-run", base="nope")
     assert refused.code == 1 and refused["code"] == "base-missing"

@@ -17,6 +17,7 @@ from registry.cli_runner import run
 from unitmgr.commands import (
     addendum,
     cancel,
+    config,
     create,
     dismantle,
     intake,
@@ -55,6 +56,7 @@ for name, module in (
     ("merge", merge),
     ("watch", watch),
     ("tail", tail),
+    ("config", config),
 ):
     app.command(name)(module.command)
 

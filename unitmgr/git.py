@@ -558,3 +558,44 @@ def tracked_status(worktree: Path) -> str:
         optional_locks=False,
     )
     return result.stdout
+
+
+# -- the project config's copy list (SPEC 3.3 copy-files) ------------------------------------
+
+
+def ignored_paths(paths: Sequence[str], *, cwd: Path) -> set[str]:
+    """Which of `paths` (relative to `cwd`) git ignores (`git check-ignore`; a tracked path is
+    never ignored). One call per path: `-z` needs `--stdin`, and copy lists are short."""
+    ignored = set()
+    for path in paths:
+        result = run_git(
+            ["check-ignore", "-q", "--", path], cwd=cwd, step="check-ignore", check=False
+        )
+        if result.returncode not in (0, 1):  # 1: not ignored
+            raise GitError(
+                "check-ignore", ["git", "check-ignore"], result.returncode, result.stderr
+            )
+        if result.returncode == 0:
+            ignored.add(path)
+    return ignored
+
+
+def tracked_paths(paths: Sequence[str], *, cwd: Path) -> set[str]:
+    """Which of `paths` are tracked files, or directories holding one (literal paths, no
+    globbing)."""
+    if not paths:
+        return set()
+    result = run_git(
+        ["ls-files", "-z", "--", *paths],
+        cwd=cwd,
+        step="ls-files",
+        environment={"GIT_LITERAL_PATHSPECS": "1"},
+    )
+    files = [name for name in result.stdout.split("\0") if name]
+    return {
+        path
+        for path in paths
+        if any(
+            name == path.rstrip("/") or name.startswith(path.rstrip("/") + "/") for name in files
+        )
+    }

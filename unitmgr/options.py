@@ -31,12 +31,17 @@ def required(flag: str, help: str | None = None) -> Any:
 LOCK_TIMEOUT_HELP = "Seconds to wait for locks (0 = do not wait)."
 DRY_RUN_HELP = "Check and plan; change nothing."
 WHY_STAFFING = "Why this staffing."
+# None when not given: the project config's value applies (SPEC 3.16), else 2.
+MAX_ACTIVE_HELP = "Active-unit limit (default: the config's max_active, else 2)."
+MAX_HELD_HELP = "Held (in review) limit (default: the config's max_held, else 2)."
 
 
 @dataclass(frozen=True)
 class CreateOptions:
     unit: str = required("--unit", "Unit id.")
-    worktree: str | None = option("--worktree", "Absolute path.")
+    worktree: str | None = option(
+        "--worktree", "Absolute path (default: the config's worktree_root)."
+    )
     branch: str | None = option("--branch")
     base: str | None = option("--base")
     scope: str | None = option("--scope", "Free-text scope summary.")
@@ -51,8 +56,8 @@ class CreateOptions:
     identity: str | None = option("--identity")
     issue: str | None = option("--issue")
     setup: str | None = option("--setup", "Shell command run in the worktree.")
-    max_active: str = option("--max-active", default="2")
-    max_held: str = option("--max-held", default="2")
+    max_active: str | None = option("--max-active", MAX_ACTIVE_HELP)
+    max_held: str | None = option("--max-held", MAX_HELD_HELP)
     allow_overlap: bool = option("--allow-overlap", default=False)
     lock_timeout: str = option("--lock-timeout", LOCK_TIMEOUT_HELP, default="30")
     dry_run: bool = option("--dry-run", DRY_RUN_HELP, default=False)
@@ -144,6 +149,11 @@ class TailOptions:
 class IntakeOptions:
     label: str | None = option("--label", "The ready-issue label.")
     milestone: str | None = option("--milestone", "A milestone title or number.")
-    max_active: str = option("--max-active", default="2")
-    max_held: str = option("--max-held", default="2")
+    max_active: str | None = option("--max-active", MAX_ACTIVE_HELP)
+    max_held: str | None = option("--max-held", MAX_HELD_HELP)
     limit: str = option("--limit", default="30")
+
+
+@dataclass(frozen=True)
+class ConfigOptions:
+    """`unit config` takes only the common `--repo` and `--format`."""

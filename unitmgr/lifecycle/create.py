@@ -4,8 +4,8 @@
   `locks/fetch.lock`, falling back to the local branch), check the branch is absent at origin.
 - Phase B, unit lock then registry lock: a record already there means resume; otherwise admission
   from a fresh read of every record, conflict checks, and the `creating` record (step `reserve`).
-- Phase C, unit lock only: `manifest`, `worktree`, `pr-body-exclude`, `setup`, `pair-init`,
-  `pair-verify`, `first-task`, `working`, each journaled before and after it acts.
+- Phase C, unit lock only: `manifest`, `worktree`, `pr-body-exclude`, `copy-files`, `setup`,
+  `pair-init`, `pair-verify`, `first-task`, `working`, each journaled before and after it acts.
 
 A new create that fails rolls back everything it made; a repeated create resumes at the first
 unfinished step and refuses a differing immutable field by name.
@@ -17,6 +17,7 @@ create_steps.py (one method per step), create_rollback.py (what a failure undoes
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from registry.atomic import sweep_temp_files
@@ -28,6 +29,7 @@ from registry.locks import Deadline
 from registry.records import UnitRecord
 from unitmgr import admission, git, validation
 from unitmgr.admission import Base, admit, check_conflicts, resolve_base
+from unitmgr.config import load_config
 from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
 from unitmgr.lifecycle.create_request import (
@@ -54,11 +56,14 @@ def run(repo: str, options: CreateOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     existing = workspace.read_record(unit_id)
-    request = validate(options, resume=existing is not None)
+    config = load_config(workspace.toplevel, workspace.common_git_dir)
+    request = validate(
+        options, resume=existing is not None, config=config, toplevel=workspace.toplevel
+    )
     if existing is None:
         validate_against_repository(workspace, request)
     if request.dry_run:
-        return dry_run(workspace, request, existing)
+        return dry_run(workspace, request, existing, copy=config.value("copy"))
     deadline = Deadline(request.lock_timeout)
     if existing is not None:
         return Builder.resume(workspace, request, deadline)
@@ -85,7 +90,9 @@ def resumable(record: UnitRecord) -> bool:
     )
 
 
-def dry_run(workspace: Workspace, request: Request, existing: UnitRecord | None) -> dict[str, Any]:
+def dry_run(
+    workspace: Workspace, request: Request, existing: UnitRecord | None, *, copy: list[str]
+) -> dict[str, Any]:
     if existing is not None:
         if not resumable(existing):
             raise StateError(
@@ -108,18 +115,23 @@ def dry_run(workspace: Workspace, request: Request, existing: UnitRecord | None)
     details: dict[str, Any] = {
         "reserve": {"capacity": capacity},
         "worktree": {"path": str(request.worktree), "base_ref": base.ref, "base_sha": base.sha},
+        "copy-files": {"copy": copy} if copy else {"skipped": NO_COPY_LIST},
         "setup": {"command": request.setup} if request.setup else {"skipped": "no --setup"},
         "pair-init": {"partner": request.partner, "model": request.model, "effort": request.effort},
     }
+    skipped = {"setup": not request.setup, "copy-files": not copy}
     plan = [
         {
             "step": step,
-            "action": "skip" if step == "setup" and not request.setup else "run",
+            "action": "skip" if skipped.get(step) else "run",
             "detail": details.get(step),
         }
         for step in CREATE_STEPS
     ]
     return {"ok": True, "dry_run": True, "status": "create", "plan": plan}
+
+
+NO_COPY_LIST = "no copy list in the project config"
 
 
 class Builder(CreateRollback):
@@ -209,10 +221,17 @@ class Builder(CreateRollback):
             ensure_manifest(record)
         if not self.journal.is_done("reserve"):
             self.journal.write("reserve", "done", {"resumed": True})
+        # Read when the steps run, so a resume copies what the config names now.
+        listed = load_config(self.workspace.toplevel, self.workspace.common_git_dir).value("copy")
         steps: dict[str, Handler | Step] = {
             "manifest": self._manifest,
             "worktree": self._worktree,
             "pr-body-exclude": self._pr_body_exclude,
+            "copy-files": (
+                Step(functools.partial(self._copy_files, listed), started={"copy": listed})
+                if listed
+                else Step(skip=NO_COPY_LIST)
+            ),
             "setup": self._setup if record.setup else Step(skip="no --setup"),
             "pair-init": self._pair_init,
             "pair-verify": self._pair_verify,

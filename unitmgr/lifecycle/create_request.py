@@ -24,6 +24,7 @@ from registry.redact import redact
 from registry.timeutil import iso_z
 from unitmgr import git, validation
 from unitmgr.admission import Base
+from unitmgr.config import ProjectConfig, flag_or_config
 from unitmgr.options import CreateOptions
 from unitmgr.workspace import Workspace, is_inside, real_target, realpath
 
@@ -70,36 +71,44 @@ def _read_task(task_file: str) -> str:
     return text.strip()
 
 
-def validate(options: CreateOptions, *, resume: bool) -> Request:
+def validate(
+    options: CreateOptions, *, resume: bool, config: ProjectConfig, toplevel: Path
+) -> Request:
+    """The options, each missing default taken from the project config (SPEC 3.3 "Defaults")."""
     unit_id = validation.unit_id(options.unit)
+    for flag, given in (("--max-active", options.max_active), ("--max-held", options.max_held)):
+        if given is not None:
+            validation.limit(given, flag)
+    lead = flag_or_config(options.lead, config, "lead")
     for option, value in (
-        ("--worktree", options.worktree),
         ("--branch", options.branch),
         ("--base", options.base),
         ("--scope", options.scope),
         ("--validation", options.validation),
-        ("--lead", options.lead),
+        ("--lead", lead),
         ("--partner", options.partner),
         ("--reason", options.reason),
     ):
         validation.required(value, option)
     if not resume:
         validation.required(options.task_file, "--task-file")
-    assert options.worktree and options.branch and options.base and options.lead
+    assert options.branch and options.base and lead
     assert options.partner and options.reason and options.scope and options.validation
-    worktree = validation.absolute_path(options.worktree, "--worktree")
     if options.branch.startswith("-"):
         raise UsageError("invalid-branch", f"invalid branch name: {options.branch!r}")
     if options.base.startswith("-"):
         raise UsageError("invalid-base", f"invalid base branch name: {options.base!r}")
+    worktree = _worktree(options, config, toplevel)
     validation.staffing(
-        lead=options.lead,
+        lead=lead,
         partner=options.partner,
         model=options.model,
         effort=options.effort,
         identity=options.identity,
     )
     model = None if options.model in (None, "CLI-default") else options.model
+    # `--setup ''` turns a configured setup off for this unit.
+    setup = flag_or_config(options.setup, config, "setup")
     return Request(
         unit_id=unit_id,
         worktree=worktree,
@@ -107,7 +116,7 @@ def validate(options: CreateOptions, *, resume: bool) -> Request:
         base=options.base,
         scope=options.scope,
         validation=options.validation,
-        lead=options.lead,
+        lead=lead,
         partner=options.partner,
         reason=options.reason,
         task=_read_task(options.task_file) if options.task_file else None,
@@ -117,13 +126,30 @@ def validate(options: CreateOptions, *, resume: bool) -> Request:
         identity=options.identity or "default",
         identity_explicit=options.identity is not None,
         issue=validation.issue_number(options.issue),
-        setup=options.setup if options.setup else None,
-        max_active=validation.limit(options.max_active, "--max-active"),
-        max_held=validation.limit(options.max_held, "--max-held"),
+        setup=setup or None,
+        max_active=int(flag_or_config(options.max_active, config, "max_active")),
+        max_held=int(flag_or_config(options.max_held, config, "max_held")),
         allow_overlap=options.allow_overlap,
         lock_timeout=validation.lock_timeout(options.lock_timeout),
         dry_run=options.dry_run,
     )
+
+
+def _worktree(options: CreateOptions, config: ProjectConfig, toplevel: Path) -> Path:
+    """`--worktree`, else the path the config's `worktree_root` names; absolute either way (the
+    nesting checks follow in validate_against_repository)."""
+    if options.worktree is not None:
+        validation.required(options.worktree, "--worktree")
+        return validation.absolute_path(options.worktree, "--worktree")
+    assert options.branch is not None
+    named = config.worktree_for(toplevel=toplevel, unit_id=options.unit, branch=options.branch)
+    if named is None:
+        raise UsageError(
+            "missing-option",
+            "create requires --worktree (or worktree_root in the project config)",
+            next_step="pass --worktree /absolute/path, or set worktree_root in .unitmgr.toml",
+        )
+    return validation.absolute_path(named, "worktree_root")
 
 
 def validate_against_repository(workspace: Workspace, request: Request) -> None:

@@ -26,6 +26,7 @@ from registry.processes import (
 from registry.records import UnitRecord
 from registry.timeutil import seconds_from_env
 from unitmgr import git
+from unitmgr.copy_files import copy_listed
 from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.journal import Journal
 from unitmgr.lifecycle.manifest import ensure_manifest
@@ -130,6 +131,13 @@ class CreateSteps:
                     text += "\n"
                 write_text_atomic(exclude, text + PR_BODY_PATTERN + "\n", mode=mode)
         outcome.update(path=str(exclude), pattern=PR_BODY_PATTERN, added=added)
+
+    def _copy_files(self, listed: list[str], outcome: dict[str, Any]) -> None:
+        """The config's `copy` list, from the top level into the new worktree (SPEC 3.3)."""
+        progress(f"unit create {self.record.unit_id}: copy-files: {', '.join(listed)}")
+        target = Path(self.record.worktree)
+        report = copy_listed(listed, source=self.workspace.toplevel, target=target)
+        outcome.update(copied=report.copied, skipped=report.skipped)
 
     def _setup(self, outcome: dict[str, Any]) -> None:
         record = self.record

@@ -19,6 +19,7 @@ from typing import Any
 
 from registry.errors import StateError
 from unitmgr import admission, validation
+from unitmgr.config import flag_or_config, load_config
 from unitmgr.forge import NOT_CONFIGURED, Dependency, Forge, Issue
 from unitmgr.forge_github import GitHubRefused, open_forge
 from unitmgr.options import IntakeOptions
@@ -57,10 +58,14 @@ def _same_or(named: str, repository: str) -> str:
 
 def run(repo: str, options: IntakeOptions) -> dict[str, Any]:
     label = validation.required(options.label, "--label", "intake")
-    max_active = validation.limit(options.max_active, "--max-active")
-    max_held = validation.limit(options.max_held, "--max-held")
+    for flag, value in (("--max-active", options.max_active), ("--max-held", options.max_held)):
+        if value is not None:  # a bad flag is refused before the repository is opened
+            validation.limit(value, flag)
     limit = validation.limit(options.limit, "--limit")
     workspace = Workspace.open(repo)
+    config = load_config(workspace.toplevel, workspace.common_git_dir)
+    max_active = int(flag_or_config(options.max_active, config, "max_active"))
+    max_held = int(flag_or_config(options.max_held, config, "max_held"))
     forge = open_forge(workspace)
     if forge is None:
         raise StateError("github-not-configured", f"intake {NOT_CONFIGURED}")
