@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from registry.timeutil import iso_from_epoch
 from tests.conftest import Sandbox
 from unitmgr.views.attention import derive, first_line, stuck_seconds
+from unitmgr.workspace import Workspace
 
 NOW = 1_800_000_000.0
 UPDATED = iso_from_epoch(NOW - 3600)
@@ -216,12 +219,19 @@ def test_why_is_bounded_and_one_line() -> None:
     assert first_line(None) == "" and first_line("\n \n") == ""
 
 
-def test_stuck_threshold_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stuck_threshold_from_the_environment_then_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert stuck_seconds() == 600
-    monkeypatch.setenv("UNITMGR_STUCK_MINUTES", "2.5")
-    assert stuck_seconds() == 150
-    monkeypatch.setenv("UNITMGR_STUCK_MINUTES", "soon")  # as every UNITMGR_* duration: default
-    assert stuck_seconds() == 600
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    workspace = Workspace.open(str(tmp_path / "repo"))
+    assert stuck_seconds(workspace) == 600  # no config file: the default
+    (tmp_path / "repo" / ".unitmgr.toml").write_text("stuck_minutes = 3\n")
+    assert stuck_seconds(workspace) == 180
+    monkeypatch.setenv("UNITMGR_STUCK_MINUTES", "2.5")  # the environment wins over the file
+    assert stuck_seconds(workspace) == 150 and stuck_seconds() == 150
+    monkeypatch.setenv("UNITMGR_STUCK_MINUTES", "soon")  # as every UNITMGR_* duration: ignored
+    assert stuck_seconds(workspace) == 180 and stuck_seconds() == 600
     found = derive(
         lifecycle="working",
         pair=pair(in_flight=flight(), output_ago=200),

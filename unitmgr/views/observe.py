@@ -276,7 +276,7 @@ def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, A
         forge = open_forge(workspace)
     scanned = workspace.registry.scan()
     rows = worktree_rows(workspace) if scanned else {}
-    now, stuck_after = time.time(), attention.stuck_seconds()
+    now, stuck_after = time.time(), attention.stuck_seconds(workspace)
     units = []
     for entry in scanned:
         if isinstance(entry, UnreadableRecord):
@@ -371,7 +371,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
     """The `status --all` document; `scanner` (held by `unit watch`) reuses unchanged facts."""
     now = time.time()
     observed_at = iso_from_epoch(now, milliseconds=True)
-    stuck_after = attention.stuck_seconds()
+    stuck_after = attention.stuck_seconds(workspace)
     entries = workspace.registry.scan()
     # An empty registry needs no `git worktree list`: nothing would be matched against it.
     rows = worktree_rows(workspace) if entries else {}

@@ -87,7 +87,7 @@ class UnitStatus:
             recovery=needed,
             updated_at=record.updated_at,
             now=time.time(),
-            stuck_after=attention.stuck_seconds(),
+            stuck_after=attention.stuck_seconds(self.workspace),
         )
 
     def document(self, write_back: str | None, notice_seq: int | None) -> dict[str, Any]:

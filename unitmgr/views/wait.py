@@ -171,5 +171,5 @@ def _attention(workspace: Workspace, record: UnitRecord, lifecycle: str) -> dict
         recovery=recovery(workspace, record, pair=pair),
         updated_at=record.updated_at,
         now=time.time(),
-        stuck_after=attention.stuck_seconds(),
+        stuck_after=attention.stuck_seconds(workspace),
     )
