@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from registry.dirwatch import DirectoryWatch
 from registry.timeutil import iso_from_epoch
 from tests.conftest import Sandbox
 from unitmgr.views.attention import derive, first_line, stuck_seconds
@@ -269,3 +272,23 @@ def test_chained_waits_never_miss_a_receipt_landing_between_them(sandbox: Sandbo
     # Nothing landed since the last wait looked: the chain reports no receipt twice.
     quiet = sandbox.unit("wait", "--unit", "u1", "--since", since, "--timeout-min", "0.01")
     assert quiet.code == 0 and quiet["changed"] == [] and quiet["observed_at"] > since
+
+
+def test_a_directory_watch_wakes_on_a_rename_not_on_a_write(tmp_path: Path) -> None:
+    watched = tmp_path / "transcripts"
+    watched.mkdir()
+    (watched / "0001-task.log").write_text("x")
+    with DirectoryWatch([watched, tmp_path / "absent"]) as watch:
+        assert watch.active
+        (watched / "0001-task.log").write_text("more output")  # contents: no wake-up
+        started = time.monotonic()
+        watch.sleep(0.3)  # the call under test: a content write must not end it early
+        assert time.monotonic() - started >= 0.25
+        (tmp_path / "receipt.tmp").write_text("{}")
+        os.replace(tmp_path / "receipt.tmp", watched / "0001-task-receipt.json")
+        started = time.monotonic()
+        watch.sleep(30)  # the rename already queued an event: it returns at once
+        assert time.monotonic() - started < 5
+    with DirectoryWatch([tmp_path / "absent"]) as nothing:
+        assert not nothing.active
+        nothing.sleep(0.01)  # a plain sleep

@@ -4,8 +4,10 @@ Blocks until any listed unit (default: every `working` unit) gets a new receipt 
 written after `--since`, default the moment `wait` starts) or a lifecycle different from the one
 seen at start. Every 0.25 s it `stat`s each unit's record, pair state and transcripts directory
 — no git, no GitHub, no lock, no subprocess — and reads a file only when a directory or record
-changed after `--since`. Pass `status --all`'s `observed_at` as `--since` to never miss a
-wake-up between a look and a wait; its own `observed_at` is the `--since` of the next wait, so
+changed after `--since`; an inotify watch on those directories (registry/dirwatch.py, where
+Linux offers it) ends each sleep as soon as a receipt or record is renamed into place. Pass
+`status --all`'s `observed_at` as `--since` to never miss a wake-up between a look and a wait;
+its own `observed_at` is the `--since` of the next wait, so
 waits chain the same way. Each change carries the unit's `attention` (SPEC 3.4).
 """
 
@@ -20,6 +22,7 @@ from typing import Any
 
 from pair.api import is_receipt, parse_minutes, paths_at
 from pair.state import read_receipt
+from registry.dirwatch import DirectoryWatch
 from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_from_epoch, parse_iso
@@ -93,6 +96,25 @@ def run(repo: str, options: WaitOptions) -> dict[str, Any]:
             "reason": "no units to wait for",
         }
     lifecycles = {unit_id: record.lifecycle for unit_id, record in watched.items()}
+    directories = [registry.record_path(unit_id).parent for unit_id in list(watched)[:1]]
+    directories += [
+        paths_at(record.pair.state_dir).transcripts_dir
+        for record in watched.values()
+        if record.pair is not None and record.pair.state_dir
+    ]
+    with DirectoryWatch(directories) as watch:
+        return _poll(workspace, watched, lifecycles, since, deadline, watch)
+
+
+def _poll(
+    workspace: Workspace,
+    watched: dict[str, UnitRecord],
+    lifecycles: dict[str, str],
+    since: float,
+    deadline: float,
+    watch: DirectoryWatch,
+) -> dict[str, Any]:
+    registry = workspace.registry
     while True:
         # Taken before the stat pass, so whatever lands after this pass looked is newer than
         # `observed_at`: the next `wait --since <observed_at>` sees it (no lost wake-up).
@@ -106,7 +128,8 @@ def run(repo: str, options: WaitOptions) -> dict[str, Any]:
                 changed.append({"unit_id": unit_id, **change})
         if changed or time.monotonic() >= deadline:
             return {"ok": True, "observed_at": observed_at, "changed": changed}
-        time.sleep(POLL_SECONDS)
+        # Woken early by a renamed-in receipt or record (inotify), else after one tick.
+        watch.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
 
 
 def _observed_at() -> str:
