@@ -98,11 +98,16 @@ def derive(
     in_flight = pair.get("in_flight")
     if in_flight and "unreadable" in in_flight:
         return _state("failed", updated_at, f"in-flight marker unreadable: {in_flight['error']}")
+    if in_flight and in_flight.get("alive") is False:
+        # A dead marker: recovery names `pair clear` for a working unit; this is the rest.
+        return _state("failed", in_flight.get("started_at"), f"#{in_flight.get('seq')} turn lost")
     if in_flight:
         return _in_flight(in_flight, pair.get("turn") or {}, now, stuck_after)
     receipt = pair.get("latest_receipt")
     if not receipt:
         return _state("idle", updated_at, "no turn yet")
+    if "unreadable" in receipt:
+        return _state("failed", updated_at, f"receipt unreadable: {receipt['unreadable']}")
     seq, kind, status = receipt.get("seq"), receipt.get("kind"), receipt.get("status")
     finished = receipt.get("finished_at") or updated_at
     turn = f"#{seq} {kind}"
