@@ -15,6 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from pair.paths import PairPaths, is_log, is_receipt, state_dir_for
+from pair.transcripts import TurnFiles, render_line, turn_files
 
 if TYPE_CHECKING:
     from pair.commands.cancel import cancel, cancel_state
@@ -53,6 +54,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "PairPaths",
+    "TurnFiles",
     "cancel",
     "cancel_state",
     "clear",
@@ -68,9 +70,11 @@ __all__ = [
     "paths_at",
     "paths_for",
     "read_status",
+    "render_line",
     "resolve_model",
     "send",
     "state_dir_for",
     "status",
+    "turn_files",
     "wait",
 ]

@@ -367,6 +367,12 @@ def _no_merged_pr(e: Env) -> Result:
     return e.unit("dismantle", "--unit", "u1")
 
 
+@case("no-turn")
+def _no_turn(e: Env) -> Result:
+    write_record(e.sandbox, "u1")  # a record with no pair has no turn to tail
+    return e.unit("tail", "--unit", "u1")
+
+
 @case("turn-in-flight")
 def _in_flight(e: Env) -> Result:
     assert e.create(model="cat > /dev/null; sleep 60").code == 0

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import shutil
 import time
+from pathlib import Path
 
 from tests.conftest import Sandbox
 
@@ -29,40 +31,111 @@ def read_until(fd: int, needle: bytes, timeout: float = 30.0) -> bytes:
     return seen
 
 
-def test_watch_live_under_a_pty_highlights_and_stops_on_ctrl_c(sandbox: Sandbox) -> None:
-    assert (
-        sandbox.create("calm", model="cat > /dev/null; echo ok", max_active="4", max_held="4").code
-        == 0
+GATED = "cat > /dev/null; while [ ! -f {gate} ]; do sleep 0.05; done; echo released"
+# Replies to its first turn, fails its second (the addendum's notice): a failure that is not
+# the first turn's, which SPEC 3.3 makes a recovery instead.
+SECOND_TURN_FAILS = (
+    "cat > /dev/null; if [ -e {mark} ]; then echo broke >&2; exit 3; fi; touch {mark}; echo first"
+)
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+
+
+def three_unit_batch(sandbox: Sandbox) -> Path:
+    """replier (waiting-on-lead), runner (running until the returned gate file exists), failer
+    (failed), and gone (recovery: its worktree was removed)."""
+    gate = sandbox.root / "gate"
+    limits = {"max_active": "5", "max_held": "5"}
+    replier = sandbox.create(
+        "replier", model="cat > /dev/null; echo 'All done: GREETING added'", **limits
     )
-    broken = sandbox.create("broken", model="cat > /dev/null; exit 3", max_active="4", max_held="4")
-    # A first turn that already failed when create prints is `first-turn-failed` (SPEC 3.3).
-    assert broken.code == 0 or broken["code"] == "first-turn-failed", broken.stdout
-    assert sandbox.create("gone", max_active="4", max_held="4").code == 0
-    for unit in ("calm", "broken", "gone"):
+    assert replier.code == 0, replier.stdout
+    failer = sandbox.create(
+        "failer", model=SECOND_TURN_FAILS.format(mark=sandbox.root / "failed-once"), **limits
+    )
+    assert failer.code == 0, failer.stdout
+    assert sandbox.create("gone", **limits).code == 0
+    for unit in ("replier", "failer", "gone"):
         sandbox.wait_turn(unit)
+    assert sandbox.create("runner", model=GATED.format(gate=gate), **limits).code == 0
+    notice = sandbox.unit("addendum", "--unit", "failer", "--text", "One more thing.")
+    assert notice.code == 0, notice.stdout
+    assert sandbox.wait_turn("failer")["status"] == "failed"
     shutil.rmtree(sandbox.worktree("gone"))
+    return gate
+
+
+EXPECTED = {
+    "replier": "waiting-on-lead",
+    "runner": "running",
+    "failer": "failed",
+    "gone": "recovery",
+}
+
+
+def test_attention_of_a_batch_in_status_list_and_watch_under_a_pty(sandbox: Sandbox) -> None:
+    gate = three_unit_batch(sandbox)
+
+    everything = sandbox.unit("status", "--all")
+    assert everything.code == 0
+    seen = {unit["unit_id"]: unit["attention"] for unit in everything["units"]}
+    assert {unit: state["state"] for unit, state in seen.items()} == EXPECTED
+    assert "#1 task replied: All done: GREETING added" in seen["replier"]["why"]
+    assert seen["failer"]["why"].startswith("#2 task failed")
+    assert seen["gone"]["why"] == "worktree missing"
+    assert "running" in seen["runner"]["why"]
+
+    listed = sandbox.unit("list")
+    by_id = {unit["unit_id"]: unit for unit in listed["units"]}
+    assert {unit: view["attention"]["state"] for unit, view in by_id.items()} == EXPECTED
+    replied = by_id["replier"]["observed"]["latest_receipt"]
+    assert by_id["replier"]["attention"]["since"] == replied["finished_at"]
+    in_flight = by_id["runner"]["observed"]["pair"]["in_flight"]
+    assert by_id["runner"]["attention"]["since"] == in_flight["started_at"]
+
+    for unit in ("replier", "runner", "failer"):
+        one = sandbox.unit("status", "--unit", unit)
+        assert one.code == 0 and one["unit"]["attention"]["state"] == EXPECTED[unit], one.stdout
+
     pid, master = pty.fork()
-    if pid == 0:  # the child: `unit watch` on a terminal, wide enough for one line per unit
-        os.environ.update(COLUMNS="200", LINES="50")
+    if pid == 0:  # the child: `unit watch` on a narrow terminal, so long lines must wrap
+        os.environ.update(COLUMNS="80", LINES="60")
         os.execvp("unit", ["unit", "watch", "--interval", "0.5", "--repo", str(sandbox.repo)])
     screen = read_until(master, b"need attention")
-    screen += read_until(master, b"worktree missing")
+    screen += read_until(master, b"unit(s)")
     text = screen.decode("utf-8", "replace")
-    assert "calm" in text and "broken" in text and "gone" in text
-    assert "#1 failed" in text  # a failed receipt is flagged
-    assert "recover: worktree missing" in text
+    plain = ANSI.sub(b"", screen).decode("utf-8", "replace")
+    squeezed = "".join(plain.split())
+    banner = plain[plain.index("Waiting on you") :]
+    assert "Waiting on you (3):" in banner and "all quiet" not in text
+    # The banner names the units the lead must act on, most urgent first, and not the runner.
+    head = banner[: banner.index("unit(s)")]
+    order = [head.index(unit) for unit in ("gone", "failer", "replier")]
+    assert order == sorted(order) and "runner" not in head
+    for state in ("recovery", "failed", "waiting-on-lead"):
+        assert state in head
+    # The recovery command is wrapped at 80 columns, never cut.
+    command = by_id["gone"]["recovery"]["command"]
+    assert len(command) > 80 and "".join(command.split()) in squeezed
+    assert "#2failed" in squeezed  # a failed receipt is flagged in the table too
+    assert "recover:worktreemissing" in squeezed.replace("│", "")  # a folded table cell
     os.write(master, b"\x03")  # Ctrl-C
     rest = read_until(master, b"unit watch: stopped")
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert b"Traceback" not in screen + rest
     os.close(master)
+    gate.write_text("go")
+    assert sandbox.wait_turn("runner")["status"] == "replied"
 
 
 def test_watch_once_draws_one_frame(sandbox: Sandbox) -> None:
+    quiet = sandbox.unit("watch", "--once")
+    assert quiet.code == 0 and quiet.stdout.startswith("Waiting on you: nobody — all quiet")
     assert sandbox.create("u1").code == 0
     sandbox.wait_turn("u1")
+    # A finished turn waits on the lead: not "all quiet" (SPEC 3.10).
     frame = sandbox.unit("watch", "--once")
-    assert frame.code == 0 and "u1" in frame.stdout and "all quiet" in frame.stdout
+    assert frame.code == 0 and frame.stdout.startswith("Waiting on you (1):")
+    assert "u1  waiting-on-lead" in frame.stdout and "all quiet" not in frame.stdout
     refused = sandbox.unit("watch")  # not a terminal
     assert refused.code == 2 and refused["code"] == "not-a-terminal"

@@ -35,6 +35,7 @@ COMMANDS = {
     "intake": "intake",
     "merge": "merge",
     "watch": "watch",
+    "tail": "tail",
     "config": "config",
 }
 

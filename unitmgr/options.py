@@ -192,6 +192,14 @@ class WaitOptions:
 
 
 @dataclass(frozen=True)
+class TailOptions:
+    unit: str = required("--unit", "Unit id (required).")
+    seq: str | None = option("--seq", "The turn (default: the one in flight, else the latest).")
+    follow: bool = option("--follow", "Keep printing until the turn's receipt lands.", False)
+    raw: bool = option("--raw", "The transcript's (redacted) bytes, not rendered.", False)
+
+
+@dataclass(frozen=True)
 class IntakeOptions:
     label: str | None = option("--label", "The ready-issue label. Required.", metavar="LABEL")
     milestone: str | None = option(

@@ -196,6 +196,20 @@ class Partner(ABC):
         """False only when the CLI's own session store is readable and lacks `sid`."""
         return True
 
+    def render(self, line: str) -> list[str]:
+        """One transcript line for a person (SPEC 3.14a, `unit tail`): a stream event through
+        `render_event`; anything else (stderr, pair's own `[pair: …]` notes) as it is, a rate
+        or usage limit marked."""
+        event = json_event(line)
+        if event is None:
+            return [marked(line)]
+        return self.render_event(event)
+
+    def render_event(self, event: dict[str, Any]) -> list[str]:
+        """A stream event for a person; an adapter that knows its CLI's events overrides this,
+        the others show the event as it came."""
+        return [json.dumps(event, ensure_ascii=False)]
+
     def failure(
         self,
         request: TurnRequest,
@@ -253,6 +267,67 @@ def store_has(store: Path, sid: str, depth: int = 6) -> bool:
         except OSError:
             return True
     return False
+
+
+# -- rendering a transcript for a person (`unit tail`) ------------------------------------------
+
+RESULT_LINES = 4  # a tool result shows its first lines only
+
+
+def json_event(line: str) -> dict[str, Any] | None:
+    """The JSON object a stream line holds (from its first `{`), or None."""
+    start = line.find("{")
+    if start < 0:
+        return None
+    try:
+        value = json.loads(line[start:])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def marked(line: str) -> str:
+    """A plain line, marked `!! rate-limit` when it reads like a rate or usage limit."""
+    return f"!! rate-limit: {line}" if RATE_LIMITED.search(line) else line
+
+
+def said(text: str) -> list[str]:
+    """Assistant text: its first line labelled, the rest indented under it."""
+    lines = text.strip().splitlines() or [""]
+    return [f"assistant: {lines[0]}", *(f"  {line}" for line in lines[1:])]
+
+
+def tool_detail(arguments: Any) -> str:
+    """What a tool call acts on: its command, file, path or pattern (else its arguments)."""
+    if not isinstance(arguments, dict):
+        return "" if arguments is None else str(arguments)
+    for key in ("command", "cmd", "file_path", "filePath", "path", "pattern", "url", "query"):
+        value = arguments.get(key)
+        if isinstance(value, str | list) and value:
+            return " ".join(map(str, value)) if isinstance(value, list) else value
+    return json.dumps(arguments, ensure_ascii=False)[:200]
+
+
+def tool_call(name: str, detail: str) -> list[str]:
+    first = (detail.splitlines() or [""])[0]
+    more = " …" if len(detail.splitlines()) > 1 else ""
+    return [f"→ {name}: {first}{more}" if first else f"→ {name}"]
+
+
+def tool_result(text: str, *, error: bool = False) -> list[str]:
+    """A tool result's first lines (`RESULT_LINES`), and how many it left out."""
+    lines = text.rstrip("\n").splitlines() or ["(no output)"]
+    mark = "!! " if error else ""
+    shown = [f"  ← {mark}{line}" for line in lines[:RESULT_LINES]]
+    if len(lines) > RESULT_LINES:
+        shown.append(f"  ← … {len(lines) - RESULT_LINES} more line(s)")
+    return shown
+
+
+def error_lines(message: str) -> list[str]:
+    """The partner's error, marked as a rate limit when it is one."""
+    kind = "rate-limit" if RATE_LIMITED.search(message) else "error"
+    return [f"!! {kind}: {message}"]
 
 
 def json_objects(stdout: bytes) -> Iterator[dict[str, Any]]:

@@ -26,10 +26,15 @@ from pair.partners.base import (
     TurnOutcome,
     TurnOutput,
     TurnRequest,
+    error_lines,
     json_objects,
     last_assistant_text,
     replied_or_empty,
+    said,
     text_blocks,
+    tool_call,
+    tool_detail,
+    tool_result,
 )
 
 
@@ -119,6 +124,9 @@ class ClaudePartner(Partner):
     def partial_reply(self, output: TurnOutput) -> str | None:
         return last_assistant_text(_events(output)) or None
 
+    def render_event(self, event: dict[str, Any]) -> list[str]:
+        return render_stream_json(event)
+
     def session_known(self, sid: str, *, identity_home: str | None, worktree: Path) -> bool:
         projects = Path.home() / ".claude" / "projects"
         folder = projects / re.sub(r"[^A-Za-z0-9]", "-", str(worktree))
@@ -173,3 +181,52 @@ def _observations(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 ADAPTER = ClaudePartner()
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
+    return "" if content is None else str(content)
+
+
+def render_stream_json(event: dict[str, Any]) -> list[str]:
+    """A `stream-json` event (Claude Code's, which Cursor's follows) for a person."""
+    kind, message = event.get("type"), event.get("message")
+    blocks = message.get("content") if isinstance(message, dict) else None
+    blocks = blocks if isinstance(blocks, list) else []
+    if kind == "system" and event.get("subtype") == "init":
+        return [f"· session {event.get('session_id')} · model {event.get('model')}"]
+    if kind == "assistant":
+        if isinstance(event.get("error"), str):  # an API error, its text the error message
+            return error_lines(f"{event['error']}: {text_blocks(message)}".rstrip(": "))
+        lines: list[str] = []
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and str(block.get("text") or "").strip():
+                lines += said(str(block["text"]))
+            elif block.get("type") == "tool_use":
+                lines += tool_call(str(block.get("name")), tool_detail(block.get("input")))
+        return lines
+    if kind == "user":
+        return [
+            line
+            for block in blocks
+            if isinstance(block, dict) and block.get("type") == "tool_result"
+            for line in tool_result(
+                _result_text(block.get("content")), error=block.get("is_error") is True
+            )
+        ]
+    if kind == "result":
+        if event.get("is_error"):
+            status = event.get("api_error_status")
+            suffix = f" (api_error_status {status})" if status else ""
+            return error_lines(f"{event.get('result') or event.get('subtype')}{suffix}")
+        return [f"· result: {event.get('subtype')}, {event.get('num_turns')} turn(s)"]
+    if kind == "rate_limit_event":
+        info = event.get("rate_limit_info") or {}
+        status = info.get("status") if isinstance(info, dict) else None
+        if status in (None, "allowed"):
+            return [f"· rate limit status: {status or 'unknown'}"]
+        return [f"!! rate-limit: {status} (resets {info.get('resetsAt')})"]
+    return []  # stream deltas and bookkeeping events say nothing a person needs

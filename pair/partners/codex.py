@@ -27,9 +27,14 @@ from pair.partners.base import (
     TurnOutcome,
     TurnOutput,
     TurnRequest,
+    error_lines,
     json_objects,
     replied_or_empty,
+    said,
     store_has,
+    tool_call,
+    tool_detail,
+    tool_result,
 )
 
 
@@ -117,9 +122,60 @@ class CodexPartner(Partner):
     def partial_reply(self, output: TurnOutput) -> str | None:
         return _last_agent_message(list(json_objects(output.stdout))) or None
 
+    def render_event(self, event: dict[str, Any]) -> list[str]:
+        return _render(event)
+
     def session_known(self, sid: str, *, identity_home: str | None, worktree: Path) -> bool:
         home = identity_home or os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
         return store_has(Path(home) / "sessions", sid)
 
 
 ADAPTER = CodexPartner()
+
+
+def _render(event: dict[str, Any]) -> list[str]:
+    """A `codex exec --json` event for a person: commands when they start, their output when
+    they end, file changes, agent messages and errors; reasoning and bookkeeping are left out."""
+    kind = event.get("type")
+    item = event.get("item") if isinstance(event.get("item"), dict) else {}
+    assert isinstance(item, dict)
+    item_type = item.get("type")
+    if kind == "thread.started":
+        return [f"· thread {event.get('thread_id')}"]
+    if kind == "item.started" and item_type == "command_execution":
+        return tool_call("shell", str(item.get("command") or ""))
+    if kind != "item.completed":
+        if kind == "error":
+            return error_lines(str(event.get("message")))
+        if kind == "turn.failed":
+            error = event.get("error") if isinstance(event.get("error"), dict) else {}
+            assert isinstance(error, dict)
+            return error_lines(f"turn failed: {error.get('message')}")
+        if kind == "turn.completed":
+            usage = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+            assert isinstance(usage, dict)
+            return [f"· turn completed, {usage.get('output_tokens')} output tokens"]
+        return []
+    if item_type == "agent_message":
+        return said(str(item.get("text") or ""))
+    if item_type == "command_execution":
+        code = item.get("exit_code")
+        output = str(item.get("aggregated_output") or "") or f"(exit {code})"
+        return tool_result(output, error=code not in (0, None))
+    if item_type == "file_change":
+        changes = item.get("changes") if isinstance(item.get("changes"), list) else []
+        assert isinstance(changes, list)
+        paths = ", ".join(
+            f"{change.get('kind', 'edit')} {change.get('path')}"
+            for change in changes
+            if isinstance(change, dict)
+        )
+        return tool_call("edit", paths)
+    if item_type == "mcp_tool_call":
+        name = f"{item.get('server')}.{item.get('tool')}"
+        return tool_call(name, tool_detail(item.get("arguments")))
+    if item_type == "web_search":
+        return tool_call("web_search", str(item.get("query") or ""))
+    if item_type == "error":
+        return error_lines(str(item.get("message")))
+    return []

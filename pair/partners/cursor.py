@@ -99,5 +99,10 @@ class CursorPartner(Partner):
     def partial_reply(self, output: TurnOutput) -> str | None:
         return last_assistant_text(list(json_objects(output.stdout))) or None
 
+    def render_event(self, event: dict[str, Any]) -> list[str]:
+        from pair.partners.claude import render_stream_json  # the same stream-json events
+
+        return render_stream_json(event)
+
 
 ADAPTER = CursorPartner()

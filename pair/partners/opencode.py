@@ -23,9 +23,14 @@ from pair.partners.base import (
     TurnOutcome,
     TurnOutput,
     TurnRequest,
+    error_lines,
     json_objects,
     replied_or_empty,
     retry_after_header,
+    said,
+    tool_call,
+    tool_detail,
+    tool_result,
 )
 
 
@@ -124,5 +129,30 @@ class OpenCodePartner(Partner):
     def partial_reply(self, output: TurnOutput) -> str | None:
         return _text(list(json_objects(output.stdout))).strip() or None
 
+    def render_event(self, event: dict[str, Any]) -> list[str]:
+        return _render(event)
+
 
 ADAPTER = OpenCodePartner()
+
+
+def _render(event: dict[str, Any]) -> list[str]:
+    """An `opencode run --format json` event for a person: each tool call with its input and
+    its output's first lines, the text, and errors; step bookkeeping is left out."""
+    kind = event.get("type")
+    part = event.get("part") if isinstance(event.get("part"), dict) else {}
+    assert isinstance(part, dict)
+    if kind == "text":
+        return said(str(part.get("text") or ""))
+    if kind == "tool_use":
+        state = part.get("state") if isinstance(part.get("state"), dict) else {}
+        assert isinstance(state, dict)
+        lines = tool_call(str(part.get("tool")), tool_detail(state.get("input")))
+        if "output" in state or state.get("status") == "error":
+            output = str(state.get("output") or state.get("error") or "")
+            lines += tool_result(output, error=state.get("status") == "error")
+        return lines
+    if kind == "error":
+        found = _final_error([event])
+        return error_lines(found[0] if found else "opencode error")
+    return []

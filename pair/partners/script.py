@@ -111,5 +111,9 @@ class ScriptPartner(Partner):
     def partial_reply(self, output: TurnOutput) -> str | None:
         return output.stdout.decode("utf-8", "replace").rstrip() or None
 
+    def render(self, line: str) -> list[str]:
+        """The script's output as it is (SPEC 3.14a): it has no stream format."""
+        return [line]
+
 
 ADAPTER = ScriptPartner()

@@ -4,28 +4,38 @@ Blocks until any listed unit (default: every `working` unit) gets a new receipt 
 written after `--since`, default the moment `wait` starts) or a lifecycle different from the one
 seen at start. Every 0.25 s it `stat`s each unit's record, pair state and transcripts directory
 — no git, no GitHub, no lock, no subprocess — and reads a file only when a directory or record
-changed after `--since`. Pass `status --all`'s `observed_at` as `--since` to never miss a
-wake-up between a look and a wait.
+changed after `--since`; an inotify watch on those directories (registry/dirwatch.py, where
+Linux offers it) ends each sleep as soon as a receipt or record is renamed into place. Pass
+`status --all`'s `observed_at` as `--since` to never miss a wake-up between a look and a wait;
+its own `observed_at` is the `--since` of the next wait, so
+waits chain the same way. Each change carries the unit's `attention` (SPEC 3.4).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from pair.api import is_receipt, parse_minutes, paths_at
 from pair.state import read_receipt
+from registry.dirwatch import DirectoryWatch
 from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
-from registry.timeutil import parse_iso
+from registry.timeutil import iso_from_epoch, parse_iso
 from unitmgr import validation
 from unitmgr.options import WaitOptions
-from unitmgr.views.observe import receipt_summary
+from unitmgr.units import pair_state
+from unitmgr.views import attention
+from unitmgr.views.observe import receipt_summary, recovery
 from unitmgr.workspace import Workspace
 
 POLL_SECONDS = 0.25
+MTIME_LAG_SECONDS = 0.05
+CLOCK_REALTIME_COARSE = 5  # Linux's clock id (the time module does not name it)
 
 
 def _since(value: str | None) -> float:
@@ -79,30 +89,79 @@ def run(repo: str, options: WaitOptions) -> dict[str, Any]:
             if isinstance(entry, UnitRecord) and entry.lifecycle == "working":
                 watched[entry.unit_id] = entry
     if not watched:
-        return {"ok": True, "changed": [], "reason": "no units to wait for"}
+        return {
+            "ok": True,
+            "observed_at": _observed_at(),
+            "changed": [],
+            "reason": "no units to wait for",
+        }
     lifecycles = {unit_id: record.lifecycle for unit_id, record in watched.items()}
+    directories = [registry.record_path(unit_id).parent for unit_id in list(watched)[:1]]
+    directories += [
+        paths_at(record.pair.state_dir).transcripts_dir
+        for record in watched.values()
+        if record.pair is not None and record.pair.state_dir
+    ]
+    with DirectoryWatch(directories) as watch:
+        return _poll(workspace, watched, lifecycles, since, deadline, watch)
+
+
+def _poll(
+    workspace: Workspace,
+    watched: dict[str, UnitRecord],
+    lifecycles: dict[str, str],
+    since: float,
+    deadline: float,
+    watch: DirectoryWatch,
+) -> dict[str, Any]:
+    registry = workspace.registry
     while True:
+        # Taken before the stat pass, so whatever lands after this pass looked is newer than
+        # `observed_at`: the next `wait --since <observed_at>` sees it (no lost wake-up).
+        observed_at = _observed_at()
         changed = []
         for unit_id, record in watched.items():
-            change = _change(registry.record_path(unit_id), record, lifecycles[unit_id], since)
+            change = _change(
+                workspace, registry.record_path(unit_id), record, lifecycles[unit_id], since
+            )
             if change is not None:
                 changed.append({"unit_id": unit_id, **change})
         if changed or time.monotonic() >= deadline:
-            return {"ok": True, "changed": changed}
-        time.sleep(POLL_SECONDS)
+            return {"ok": True, "observed_at": observed_at, "changed": changed}
+        # Woken early by a renamed-in receipt or record (inotify), else after one tick.
+        watch.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+
+
+def _observed_at() -> str:
+    """A moment every later file write has an mtime after, as `--since` compares (`>`).
+
+    A file's mtime comes from the kernel's coarse clock, which trails `time.time()` by up to a
+    tick, so "now" from `time.time()` could postdate a receipt written just after it. Linux's
+    `CLOCK_REALTIME_COARSE` is that clock; elsewhere a margin stands in. One millisecond less
+    than that moment, floored, keeps the comparison strict. A receipt written in that same tick
+    may wake two waits — never none.
+    """
+    now = time.time() - MTIME_LAG_SECONDS
+    if sys.platform.startswith("linux"):
+        try:
+            now = time.clock_gettime(CLOCK_REALTIME_COARSE)
+        except OSError:
+            pass
+    return iso_from_epoch(math.floor(now * 1000) / 1000 - 0.001, milliseconds=True)
 
 
 def _change(
-    record_file: Path, record: UnitRecord, lifecycle: str, since: float
+    workspace: Workspace, record_file: Path, record: UnitRecord, lifecycle: str, since: float
 ) -> dict[str, Any] | None:
-    current = lifecycle
+    current, fresh = lifecycle, record
     if not record_file.exists():
         current = "dismantled"
     elif _mtime(record_file) > since:
         from registry.records import RecordTooNew, RecordUnreadable, decode_record
 
         try:
-            current = decode_record(record_file.read_bytes()).lifecycle
+            fresh = decode_record(record_file.read_bytes())
+            current = fresh.lifecycle
         except FileNotFoundError:
             current = "dismantled"
         except (RecordUnreadable, RecordTooNew):
@@ -114,4 +173,26 @@ def _change(
             receipt = newest_receipt(transcripts, since)
     if current == lifecycle and receipt is None:
         return None
-    return {"lifecycle": current, "latest_receipt": receipt_summary(receipt)}
+    return {
+        "lifecycle": current,
+        "latest_receipt": receipt_summary(receipt),
+        "attention": _attention(workspace, fresh, current),
+    }
+
+
+def _attention(workspace: Workspace, record: UnitRecord, lifecycle: str) -> dict[str, Any]:
+    """The unit's attention now (SPEC 3.4), read only once it changed: its pair state and its
+    recovery from files (no git: recovery's branch check needs a worktree row, skipped here)."""
+    if lifecycle in ("dismantled", "unreadable"):
+        why = "dismantled" if lifecycle == "dismantled" else "record unreadable"
+        state = "idle" if lifecycle == "dismantled" else "recovery"
+        return {"state": state, "since": None, "why": why}
+    pair = pair_state(record)
+    return attention.derive(
+        lifecycle=record.lifecycle,
+        pair=pair,
+        recovery=recovery(workspace, record, pair=pair),
+        updated_at=record.updated_at,
+        now=time.time(),
+        stuck_after=attention.stuck_seconds(workspace),
+    )

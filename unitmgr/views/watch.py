@@ -1,9 +1,11 @@
 """`unit watch` (SPEC 3.10): a live terminal view of every unit, for a person.
 
 It redraws `unit status --all` every few seconds (lock-free, offline; one `WorktreeScanner` held
-for the whole session skips the git calls of worktrees that did not change) and puts what needs
-attention first: lost or quiet turns, failed receipts, throttle signals, overlaps, queued notices
-and recovery records.
+for the whole session skips the git calls of worktrees that did not change). Its top line is the
+**Waiting on you** banner: every unit whose `attention.state` (SPEC 3.4) asks the lead to act,
+with how long and why, recovery commands folded onto their own line, never cut; "all quiet"
+only when nobody waits. The table below puts what needs a look first: lost or quiet turns,
+failed receipts, throttle signals, overlaps, queued notices and recovery records.
 Ctrl-C ends it cleanly. `--once` draws a single frame (for a pipe or a quick look).
 """
 
@@ -17,10 +19,64 @@ from typing import Any
 from registry.errors import UsageError
 from registry.output import Rendered
 from unitmgr.views import observe
+from unitmgr.views.attention import NEEDS_LEAD, ago
 from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace
 
 QUIET_SECONDS = 600  # a turn silent this long is flagged (its idle budget ends it later)
+
+
+STATE_STYLES = {
+    "recovery": "bold red",
+    "failed": "red",
+    "rate-limited": "yellow",
+    "stuck": "yellow",
+    "waiting-on-lead": "bold cyan",
+    "running": "green",
+    "idle": "dim",
+}
+
+
+def _age(since: str | None, observed_at: str) -> str:
+    from registry.timeutil import parse_iso
+
+    if not since:
+        return "?"
+    try:
+        return ago((parse_iso(observed_at) - parse_iso(since)).total_seconds())
+    except ValueError:
+        return "?"
+
+
+def waiting_on_you(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The units the lead must act on (SPEC 3.10), in the order the banner names them."""
+    rank = {state: index for index, state in enumerate(NEEDS_LEAD)}
+    waiting = [unit for unit in units if (unit.get("attention") or {}).get("state") in rank]
+    return sorted(waiting, key=lambda unit: (rank[unit["attention"]["state"]], unit["unit_id"]))
+
+
+def banner(document: dict[str, Any]) -> Any:
+    """The top of the frame: every unit waiting on the lead with how long and why, each recovery
+    command on its own line (folded, never cut); or "all quiet" when nobody waits."""
+    from rich.text import Text
+
+    waiting = waiting_on_you(document["units"])
+    if not waiting:
+        return Text("Waiting on you: nobody — all quiet", style="bold green")
+    lines = [Text(f"Waiting on you ({len(waiting)}):", style="bold reverse")]
+    for unit in waiting:
+        state = unit["attention"]
+        line = Text("  ")
+        line.append(unit["unit_id"], style="bold")
+        line.append("  ")
+        line.append(state["state"], style=STATE_STYLES.get(state["state"], ""))
+        line.append(f" {_age(state.get('since'), document['observed_at'])}  ")
+        line.append(str(state.get("why") or ""))
+        lines.append(line)
+        command = (unit.get("recovery") or {}).get("command")
+        if command and state["state"] == "recovery":
+            lines.append(Text.assemble("    run: ", (command, "bold")))
+    return Text("\n").join(lines)
 
 
 def attention(unit: dict[str, Any]) -> list[tuple[str, str]]:
@@ -94,7 +150,7 @@ def frame(document: dict[str, Any]) -> Any:
     from rich.text import Text
 
     units = document["units"]
-    flagged = sum(1 for unit in units if attention(unit))
+    flagged = len(waiting_on_you(units))
     title = Text.assemble(
         ("unitmgr ", "bold"),
         f"{document['repository']}  {document['observed_at']}  ",
@@ -130,7 +186,7 @@ def frame(document: dict[str, Any]) -> Any:
             if notes
             else Text("ok", style="green"),
         )
-    parts: list[Any] = [title, table]
+    parts: list[Any] = [banner(document), title, table]
     for overlap in document.get("overlaps", []):
         first, second = overlap["units"]
         parts.append(
