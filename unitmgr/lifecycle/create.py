@@ -26,7 +26,7 @@ from registry.errors import (
 )
 from registry.locks import Deadline
 from registry.records import UnitRecord
-from unitmgr import admission, git, validation
+from unitmgr import admission, git, notify, validation
 from unitmgr.admission import Base, admit, check_conflicts, resolve_base
 from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
@@ -229,6 +229,7 @@ class Builder(CreateRollback):
         self.journal.clear()
         record.error = None
         self.registry.write(record)
+        notify.announce(self.workspace, "created", record.unit_id)
         document: dict[str, Any] = {
             "ok": True,
             "status": "created" if new else "resumed",

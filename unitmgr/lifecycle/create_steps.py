@@ -25,7 +25,7 @@ from registry.processes import (
 )
 from registry.records import UnitRecord
 from registry.timeutil import seconds_from_env
-from unitmgr import git
+from unitmgr import git, notify
 from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.journal import Journal
 from unitmgr.lifecycle.manifest import ensure_manifest
@@ -161,7 +161,13 @@ class CreateSteps:
     def _pair_init(self, outcome: dict[str, Any]) -> None:
         assert self.record.staffing is not None
         outcome.update(
-            init_pair(self.record, self.journal, "pair-init", self.record.staffing.current)
+            init_pair(
+                self.record,
+                self.journal,
+                "pair-init",
+                self.record.staffing.current,
+                notify=notify.session_target(self.workspace, self.record.unit_id),
+            )
         )
 
     def _pair_verify(self, outcome: dict[str, Any]) -> None:
