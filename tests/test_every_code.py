@@ -159,6 +159,12 @@ def _large(e: Env) -> Result:
     return e.create(task_file=e.file("big.md", "x" * (1024 * 1024 + 1)))
 
 
+@case("config-invalid")
+def _config_invalid(e: Env) -> Result:
+    (e.sandbox.repo / ".unitmgr.toml").write_text('max_active = "four"\n')
+    return e.unit("config")
+
+
 @case("script-command-not-found")
 def _script_missing(e: Env) -> Result:
     return e.create(model="no-such-command-anywhere --flag")

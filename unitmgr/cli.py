@@ -17,6 +17,7 @@ from registry.cli_runner import run
 from unitmgr.commands import (
     addendum,
     cancel,
+    config,
     create,
     dismantle,
     intake,
@@ -53,6 +54,7 @@ for name, module in (
     ("intake", intake),
     ("merge", merge),
     ("watch", watch),
+    ("config", config),
 ):
     app.command(name)(module.command)
 

@@ -139,3 +139,8 @@ class IntakeOptions:
     max_active: str = option("--max-active", default="2")
     max_held: str = option("--max-held", default="2")
     limit: str = option("--limit", default="30")
+
+
+@dataclass(frozen=True)
+class ConfigOptions:
+    """`unit config` takes only the common `--repo` and `--format`."""

@@ -80,43 +80,71 @@ def commit_sha(value: str, option: str) -> str:
     return sha
 
 
-def read_input_file(value: str, option: str, *, missing_code: str) -> str:
-    """The text of a task or addendum file: a regular file of at most 1 MiB, UTF-8.
+class BoundedReadRefused(Exception):
+    """Why `read_bounded` refused a file: `kind` is missing, unreadable, not-regular, too-large
+    or grew; the message names the file (its caller adds the option or key)."""
+
+    def __init__(self, kind: str, message: str, size: int = 0) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.size = size
+
+
+def read_bounded(path: str, limit: int = MAX_INPUT_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (task, addendum and config files).
 
     Checked with `os.stat` before any open, so a FIFO, device or directory is refused without
     being opened for reading (opening a FIFO would block forever); the read itself is bounded
     too, in case the file grows between the check and the read.
     """
-    path = os.path.expanduser(value)
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        raise UsageError(missing_code, f"{option} does not exist: {value}") from None
+        raise BoundedReadRefused("missing", "does not exist") from None
     except OSError as error:
-        raise UsageError(missing_code, f"cannot read {option} {value}: {error.strerror}") from None
+        raise BoundedReadRefused("unreadable", str(error.strerror)) from None
     if not stat.S_ISREG(info.st_mode):
-        raise UsageError(
-            "input-not-regular-file",
-            f"{option} {value} is not a regular file",
-            next_step=f"write the text to a regular file and pass it as {option}",
-        )
-    if info.st_size > MAX_INPUT_FILE_BYTES:
-        raise UsageError(
-            "input-too-large",
-            f"{option} {value} is {info.st_size} bytes, over the 1 MiB bound",
-            next_step="shorten it: put long material in the repository and refer to it",
-        )
+        raise BoundedReadRefused("not-regular", "is not a regular file")
+    if info.st_size > limit:
+        raise BoundedReadRefused("too-large", "is over the 1 MiB bound", info.st_size)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped since the stat
-                raise UsageError("input-not-regular-file", f"{option} {value} is not a file")
-            data = handle.read(MAX_INPUT_FILE_BYTES + 1)
-        if len(data) > MAX_INPUT_FILE_BYTES:
-            raise UsageError("input-too-large", f"{option} {value} grew over the 1 MiB bound")
+                raise BoundedReadRefused("not-regular", "is not a file")
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise BoundedReadRefused("unreadable", str(error)) from None
+    if len(data) > limit:
+        raise BoundedReadRefused("grew", "grew over the 1 MiB bound")
+    return data
+
+
+def read_input_file(value: str, option: str, *, missing_code: str) -> str:
+    """The text of a task or addendum file: a regular file of at most 1 MiB, UTF-8."""
+    try:
+        data = read_bounded(os.path.expanduser(value))
         return data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+    except UnicodeDecodeError as error:
         raise UsageError(missing_code, f"cannot read {option} {value}: {error}") from None
+    except BoundedReadRefused as refused:
+        if refused.kind == "missing":
+            raise UsageError(missing_code, f"{option} does not exist: {value}") from None
+        if refused.kind == "unreadable":
+            raise UsageError(missing_code, f"cannot read {option} {value}: {refused}") from None
+        if refused.kind == "not-regular":
+            raise UsageError(
+                "input-not-regular-file",
+                f"{option} {value} {refused}",
+                next_step=f"write the text to a regular file and pass it as {option}",
+            ) from None
+        if refused.kind == "too-large":
+            raise UsageError(
+                "input-too-large",
+                f"{option} {value} is {refused.size} bytes, over the 1 MiB bound",
+                next_step="shorten it: put long material in the repository and refer to it",
+            ) from None
+        raise UsageError("input-too-large", f"{option} {value} {refused}") from None
 
 
 def required(value: str | None, option: str, command: str = "create") -> str:

@@ -1,0 +1,292 @@
+"""The project config file (SPEC 3.16): `.unitmgr.toml` at the repository's top level (the
+team's, committed) and `<git-common-dir>/orchestrate/config.toml` (this machine's).
+
+`load_config` reads both, validates every key and type, and merges them: the local file wins
+over the repository file, which wins over the built-in defaults (a command-line flag, applied by
+the command, wins over all three). An unknown key, a wrong type or an unreadable file is exit 2
+`config-invalid` naming the file, the key and what was expected.
+
+The file is untrusted input: it is read bounded (a regular file of at most 1 MiB), a
+`worktree_root` template expands only its known placeholders (never `str.format`, which would
+reach attributes), and the path it yields still goes through every worktree check of
+`unit create`. This module reads; it never writes a file, runs a command or calls git, and it
+stays cheap for the commands on the start-up path: with no config file it costs two `stat`s,
+and `tomllib` is imported only when a file exists.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from registry.errors import UsageError
+
+REPOSITORY_FILE = ".unitmgr.toml"
+LOCAL_FILE = "config.toml"  # in <git-common-dir>/orchestrate/
+LIMIT_MAX = 100  # as the --max-active / --max-held flags (unitmgr/validation.py)
+
+# SPEC 3.15's event names, in its order.
+NOTIFY_EVENTS = (
+    "attention",
+    "turn-ended",
+    "created",
+    "dismantled",
+    "merged",
+    "held",
+    "restaff-failed",
+    "create-failed",
+    "dismantle-failed",
+)
+# `worktree_root`'s placeholders (see references/decisions.md).
+TEMPLATE_FIELDS = ("repo", "branch_slug", "branch", "unit")
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+DEFAULTS: dict[str, Any] = {
+    "max_active": 2,
+    "max_held": 2,
+    "lead": None,
+    "setup": None,
+    "worktree_root": None,
+    "copy": [],
+    "stuck_minutes": 10,
+    "guard_refs": False,
+    "notify.command": None,
+    "notify.url": None,
+    "notify.events": list(NOTIFY_EVENTS),
+}
+# The keys in the order `unit config` prints them.
+KEYS = tuple(DEFAULTS)
+
+
+@dataclass(frozen=True)
+class Notify:
+    """`[notify]`: where events go (SPEC 3.15). Nothing is sent unless `command` or `url` is
+    set; `events` defaults to every event name."""
+
+    command: str | None
+    url: str | None
+    events: tuple[str, ...]
+
+    @property
+    def configured(self) -> bool:
+        return self.command is not None or self.url is not None
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """The effective settings: each key's value, and where it came from."""
+
+    repository_file: Path
+    local_file: Path
+    values: dict[str, Any] = field(default_factory=dict)  # only keys a file sets
+    sources: dict[str, str] = field(default_factory=dict)  # key -> "local" | "repository"
+
+    def value(self, key: str) -> Any:
+        if key not in DEFAULTS:
+            raise KeyError(key)
+        value = self.values.get(key, DEFAULTS[key])
+        return list(value) if isinstance(value, list) else value
+
+    def source(self, key: str) -> str:
+        """`local`, `repository` or `default`."""
+        if key not in DEFAULTS:
+            raise KeyError(key)
+        return self.sources.get(key, "default")
+
+    def file_of(self, key: str) -> Path | None:
+        source = self.source(key)
+        return {"local": self.local_file, "repository": self.repository_file}.get(source)
+
+    @property
+    def notify(self) -> Notify:
+        return Notify(
+            command=self.value("notify.command"),
+            url=self.value("notify.url"),
+            events=tuple(self.value("notify.events")),
+        )
+
+    def worktree_for(self, *, toplevel: Path, unit_id: str, branch: str) -> str | None:
+        """The worktree path `worktree_root` names for a unit, absolute (relative to the
+        toplevel), or None when no template is set. Still to be checked like a --worktree."""
+        template = self.value("worktree_root")
+        if template is None:
+            return None
+        values = {
+            "repo": toplevel.name,
+            "branch_slug": branch.replace("/", "-"),
+            "branch": branch,
+            "unit": unit_id,
+        }
+        expanded = _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
+        return os.path.normpath(os.path.join(toplevel, os.path.expanduser(expanded)))
+
+    def describe(self) -> dict[str, Any]:
+        """`unit config`'s document body: every key with its value and source."""
+        settings = {}
+        for key in KEYS:
+            file = self.file_of(key)
+            settings[key] = {
+                "value": self.value(key),
+                "source": self.source(key),
+                "file": str(file) if file else None,
+            }
+        return {
+            "files": {
+                "repository": {
+                    "path": str(self.repository_file),
+                    "present": self.repository_file.is_file(),
+                },
+                "local": {"path": str(self.local_file), "present": self.local_file.is_file()},
+            },
+            "settings": settings,
+        }
+
+
+def config_paths(toplevel: Path, common_dir: Path) -> tuple[Path, Path]:
+    """The repository file and the local file."""
+    return toplevel / REPOSITORY_FILE, common_dir / "orchestrate" / LOCAL_FILE
+
+
+def load_config(toplevel: Path, common_dir: Path) -> ProjectConfig:
+    """Both files merged over the defaults; exit 2 `config-invalid` on any bad key or type."""
+    repository_file, local_file = config_paths(toplevel, common_dir)
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for source, path in (("repository", repository_file), ("local", local_file)):
+        for key, value in _read(path).items():  # the local file is read last: it wins
+            values[key] = value
+            sources[key] = source
+    return ProjectConfig(repository_file, local_file, values, sources)
+
+
+def _invalid(path: Path, key: str | None, expected: str, *, got: Any = None) -> UsageError:
+    where = f"{path}: {key}" if key else str(path)
+    found = "" if got is None else f", got {_shown(got)}"
+    return UsageError(
+        "config-invalid",
+        f"invalid project config {where}: must be {expected}{found}",
+        detail={"file": str(path), "key": key, "expected": expected},
+        next_step=f"fix or remove {key or 'it'} in {path}, then check with: unit config",
+    )
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """One file's validated keys (flattened: `notify.command`), or {} when it does not exist."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return {}
+    except OSError:
+        pass  # read_bounded reports it
+    import tomllib  # only when a file exists (start-up of list / status --all)
+
+    from unitmgr.validation import BoundedReadRefused, read_bounded
+
+    try:
+        data = read_bounded(str(path))
+    except BoundedReadRefused as refused:
+        if refused.kind == "missing":
+            return {}
+        raise _invalid(path, None, "a readable regular TOML file of at most 1 MiB") from None
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise _invalid(path, None, f"valid UTF-8 TOML ({error})") from None
+    flat: dict[str, Any] = {}
+    for key, value in document.items():
+        if key == "notify":
+            if not isinstance(value, dict):
+                raise _invalid(path, key, "a table [notify]", got=value)
+            for inner, inner_value in value.items():
+                flat[f"notify.{inner}"] = inner_value
+        else:
+            flat[key] = value
+    for key, value in flat.items():
+        if key not in DEFAULTS:
+            known = ", ".join(KEYS)
+            raise _invalid(path, key, f"a known key (one of {known})")
+        _check(path, key, value)
+    return flat
+
+
+def _check(path: Path, key: str, value: Any) -> None:
+    def is_int(item: Any) -> bool:
+        return isinstance(item, int) and not isinstance(item, bool)
+
+    if key in ("max_active", "max_held"):
+        if not is_int(value) or not 1 <= value <= LIMIT_MAX:
+            raise _invalid(path, key, f"an integer from 1 to {LIMIT_MAX}", got=value)
+    elif key == "stuck_minutes":
+        if not (is_int(value) or isinstance(value, float)) or not 0 < value <= 10080:
+            raise _invalid(path, key, "a number of minutes above 0 (at most 10080)", got=value)
+    elif key == "guard_refs":
+        if not isinstance(value, bool):
+            raise _invalid(path, key, "a boolean (true or false)", got=value)
+    elif key == "lead":
+        from pair.partners import LEADS
+
+        if not isinstance(value, str) or value not in LEADS:
+            raise _invalid(path, key, f"a string, one of {', '.join(LEADS)}", got=value)
+    elif key in ("setup", "notify.command"):
+        if not isinstance(value, str) or not value.strip():
+            raise _invalid(path, key, "a non-empty string (a shell command)", got=value)
+    elif key == "worktree_root":
+        _check_template(path, key, value)
+    elif key == "copy":
+        _check_copy(path, key, value)
+    elif key == "notify.url":
+        if not isinstance(value, str) or not re.fullmatch(r"https?://[^\s]+", value):
+            raise _invalid(path, key, "a string, an http:// or https:// URL", got=value)
+    elif key == "notify.events":
+        _check_events(path, key, value)
+
+
+def _check_events(path: Path, key: str, value: Any) -> None:
+    names = [item for item in value if isinstance(item, str)] if isinstance(value, list) else None
+    if names is None or len(names) != len(value) or not set(names) <= set(NOTIFY_EVENTS):
+        known = ", ".join(NOTIFY_EVENTS)
+        raise _invalid(path, key, f"a list of event names drawn from {known}", got=value)
+
+
+def _check_template(path: Path, key: str, value: Any) -> None:
+    fields = ", ".join("{" + name + "}" for name in TEMPLATE_FIELDS)
+    expected = f"a non-empty path template string using only {fields}"
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        raise _invalid(path, key, expected, got=value)
+    names = _PLACEHOLDER.findall(value)
+    leftover = _PLACEHOLDER.sub("", value)
+    if any(name not in TEMPLATE_FIELDS for name in names) or "{" in leftover or "}" in leftover:
+        raise _invalid(path, key, expected, got=value)
+    if not any(name in ("branch_slug", "branch", "unit") for name in names):
+        # Without a per-unit placeholder every unit would get the same worktree.
+        raise _invalid(
+            path,
+            key,
+            expected + " (and at least one of {branch_slug}, {branch}, {unit})",
+            got=value,
+        )
+
+
+def _check_copy(path: Path, key: str, value: Any) -> None:
+    expected = "a list of relative paths inside the repository (no '..', no leading '/')"
+    if not isinstance(value, list):
+        raise _invalid(path, key, expected, got=value)
+    for item in value:
+        if (
+            not isinstance(item, str)
+            or not item.strip()
+            or "\0" in item
+            or os.path.isabs(item)
+            or item.startswith("~")
+            or ".." in PurePosixPath(item).parts
+            or PurePosixPath(item).parts in ((), (".",))
+        ):
+            raise _invalid(path, key, expected, got=item)
