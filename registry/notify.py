@@ -41,17 +41,6 @@ from registry.atomic import append_line
 from registry.redact import redact
 from registry.timeutil import iso_z, seconds_from_env
 
-EVENTS = (
-    "attention",
-    "turn-ended",
-    "created",
-    "dismantled",
-    "merged",
-    "held",
-    "restaff-failed",
-    "create-failed",
-    "dismantle-failed",
-)
 TIMEOUT_SECONDS = 10.0
 TIMEOUT_VARIABLE = "UNITMGR_NOTIFY_TIMEOUT"
 # A notification is a nudge, not an archive: the transcript and receipt stay on disk.

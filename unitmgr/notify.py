@@ -16,17 +16,31 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from registry.errors import ToolError
+from registry.redact import redact
+
 if TYPE_CHECKING:
     from registry.notify import NotifySettings, Target
     from unitmgr.workspace import Workspace
 
 
 def settings(workspace: Workspace) -> NotifySettings | None:
-    """The effective `[notify]` settings, or None when no sink is configured."""
-    from unitmgr.notify_config import read_notify
+    """The effective `[notify]` settings (unitmgr/config.py), or None when no sink is
+    configured. A config that does not load sends nothing: its `config-invalid` is the business
+    of the commands that read their settings from it before they act, never of a step that has
+    already acted."""
+    from unitmgr.config import load_config
 
-    found = read_notify(workspace.toplevel, workspace.registry.root)
-    return found if found is not None and (found.command or found.url) else None
+    try:
+        found = load_config(workspace.toplevel, workspace.common_git_dir).notify
+    except ToolError as error:
+        print(redact(f"unit: no notifications: {error.reason}"), file=sys.stderr)
+        return None
+    if not found.configured:
+        return None
+    from registry.notify import NotifySettings
+
+    return NotifySettings(command=found.command, url=found.url, events=found.events)
 
 
 def target(workspace: Workspace, unit_id: str) -> Target | None:
@@ -55,6 +69,4 @@ def announce(workspace: Workspace, event: str, unit_id: str, **fields: Any) -> N
 
         delivery.spawn(found, delivery.payload(found, event, **fields))
     except Exception as error:  # the command's outcome is already decided
-        from registry.redact import redact
-
         print(redact(f"unit: notification {event} not sent: {error}"), file=sys.stderr)
