@@ -31,7 +31,9 @@ def closed_port_url() -> str:
 
 
 def received(httpserver: Any) -> list[dict[str, Any]]:
-    return [json.loads(request.get_data()) for request, _ in httpserver.log]
+    return [
+        json.loads(request.get_data()) for request, _ in httpserver.log if request.path == "/hook"
+    ]
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -198,3 +200,30 @@ def test_without_a_config_nothing_is_imported_or_started(tmp_path: Path) -> None
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=os.environ
     )
     assert completed.stdout.split() == ["None", "False"]
+
+
+def test_unit_tells_held_merged_and_create_failed(
+    sandbox: Sandbox, github: Any, httpserver: Any
+) -> None:
+    from tests.test_github_gates import HEAD, ready_unit
+
+    httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
+    write_config(sandbox, url=httpserver.url_for("/hook"))  # every event, by default
+    number = ready_unit(sandbox, github)
+    github.reviews[number] = []
+    held = sandbox.unit("merge", "--unit", "u1", "--head", HEAD)
+    assert held.code == 1 and held["code"] == "held", held.stdout
+    [told] = wait_until(lambda: received(httpserver))
+    assert told["event"] == "held" and told["unit_id"] == "u1"
+    assert told["reason"] == held["reason"] and told["url"].endswith(f"/pull/{number}")
+    github.review(number, "alice", "APPROVED", HEAD, association="MEMBER")
+    merged = sandbox.unit("merge", "--unit", "u1", "--head", HEAD)
+    assert merged.code == 0 and merged["status"] == "merged", merged.stdout
+    told = wait_until(lambda: received(httpserver)[1:])[0]
+    assert (told["event"], told["url"]) == ("merged", merged["pr"]["url"])
+    failed = sandbox.create("u2", setup="echo broken; exit 4")
+    assert failed.code == 1, failed.stdout
+    told = wait_until(lambda: received(httpserver)[2:])[0]
+    assert (told["event"], told["unit_id"], told["code"]) == ("create-failed", "u2", failed["code"])
+    assert told["reason"] == failed["reason"]
+    assert len(received(httpserver)) == 3  # the rolled-back create never reached `created`
