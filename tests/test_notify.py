@@ -170,13 +170,14 @@ def test_a_batch_notifies_turn_ends_attention_and_lifecycle(
 def test_failing_sinks_never_fail_or_delay_the_command(
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("UNITMGR_NOTIFY_TIMEOUT", "0.5")
+    monkeypatch.setenv("UNITMGR_NOTIFY_TIMEOUT", "2")
     write_config(sandbox, command="sleep 30", url=closed_port_url(), events=["created"])
-    started = time.monotonic()
     created = sandbox.create("u1", model="cat >/dev/null; echo done")
     assert created.code == 0, created.stdout
-    assert time.monotonic() - started < 20  # the detached delivery never holds the JSON back
     events = sandbox.registry / "events.jsonl"
+    # A delivery in the command would have appended its failures before the JSON came out: the
+    # hanging sink is still being waited for, by the detached child, not by `unit`.
+    assert failures(events) == []
     wait_until(lambda: len(failures(events)) == 2)
     got = failures(events)
     assert {(line["sink"], line["event"], line["unit"]) for line in got} == {
