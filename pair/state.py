@@ -54,6 +54,9 @@ class Session(Record):
     unit: str | None = None
     # identity -> why: the account cannot report rate limits, so no turn asks again.
     rate_limits_refused: dict[str, str] | None = None
+    # Whom the supervisor tells when a turn ends (SPEC 3.15): `registry.notify.Target`'s JSON,
+    # passed in at init by a caller like `unit`; None: nothing is sent.
+    notify: dict[str, Any] | None = None
     worktree: str
     state_dir: str
     transcripts: str

@@ -25,6 +25,7 @@ from typing import Any
 
 from pair import git as pair_git
 from pair.environment import partner_environment
+from pair.notify import announce_turn_end
 from pair.partners import adapter_for
 from pair.partners.base import TurnOutcome, TurnRequest
 from pair.paths import PairPaths
@@ -258,6 +259,8 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
     if note:
         receipt["in_flight_note"] = note
         write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")
+    # Last: the turn is over for everyone else, so a slow sink delays nobody (SPEC 3.15).
+    announce_turn_end(session.notify, receipt)
     return 0 if receipt["ok"] else 1
 
 

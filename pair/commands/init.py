@@ -11,7 +11,14 @@ from pair.commands.shared import locate_paths, parse_minutes, resolve_lead, sess
 from pair.environment import partner_environment
 from pair.errors import StateError, UsageError
 from pair.paths import PairPaths
-from pair.state import MarkerUnreadable, Session, load_session, read_marker, save_session
+from pair.state import (
+    MarkerUnreadable,
+    Session,
+    load_session,
+    marker_mutex,
+    read_marker,
+    save_session,
+)
 from registry.atomic import ensure_private_dir
 from registry.processes import ProcessIdentity
 from registry.timeutil import iso_z
@@ -37,6 +44,7 @@ def init(
     on_partner_start: Callable[[ProcessIdentity], None] | None = None,
     branch: str | None = None,
     unit: str | None = None,
+    notify: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Create the worktree's pair session, or resume the one already there.
 
@@ -45,6 +53,8 @@ def init(
     before anything waits on it (unit journals it). `branch` is the branch the session's
     writable turns may move (the ref audit); without it, each turn allows the worktree's branch.
     `unit` names the unit the pair works for: every turn's partner gets it as `UNITMGR_UNIT`.
+    `notify` (a `registry.notify.Target` as JSON) is stored in the session: its supervisors
+    deliver `turn-ended` and `attention` to it; a resumed session takes the one passed now.
     """
     from pair.bootstrap import BOOTSTRAP_IDLE_MINUTES, BOOTSTRAP_TOTAL_MINUTES, run_bootstrap
     from pair.identity import identity_home, refuse_same_cli
@@ -72,6 +82,8 @@ def init(
                 f"this pair runs as {existing.partner} identity {existing.identity} (sid "
                 f"{existing.sid}) — end it first to pair with identity {requested_identity}",
             )
+        if notify is not None and notify != existing.notify:
+            existing = _store_notify(paths, existing, notify)
         return {"ok": True, "status": "resumed", **session_view(paths, existing)}
     adapter.validate_staffing(
         model=model, effort=effort, identity=requested_identity, writable=role == "executor"
@@ -98,6 +110,7 @@ def init(
         partner_bin_version=version,
         branch=branch,
         unit=unit,
+        notify=notify,
         worktree=str(root),
         state_dir=str(paths.state_dir),
         transcripts=str(paths.transcripts_dir),
@@ -118,6 +131,16 @@ def init(
     else:
         save_session(paths, session)
     return {"ok": True, "status": "created", **session_view(paths, session), **document}
+
+
+def _store_notify(paths: PairPaths, session: Session, notify: dict[str, Any]) -> Session:
+    """The session with `notify` saved in it, under the marker mutex (a supervisor may be
+    saving its own change to the session right now)."""
+    with marker_mutex(paths):
+        current = load_session(paths) or session
+        current.notify = notify
+        save_session(paths, current)
+    return current
 
 
 def _refuse_existing_marker(paths: PairPaths, root: Path) -> None:

@@ -27,7 +27,7 @@ from registry.errors import (
 )
 from registry.locks import Deadline
 from registry.records import UnitRecord
-from unitmgr import admission, git, validation
+from unitmgr import admission, git, notify, validation
 from unitmgr.admission import Base, admit, check_conflicts, resolve_base
 from unitmgr.config import load_config
 from unitmgr.forge import PullRequest
@@ -250,6 +250,7 @@ class Builder(CreateRollback):
         self.journal.clear()
         record.error = None
         self.registry.write(record)
+        notify.announce(self.workspace, "created", record.unit_id)
         document: dict[str, Any] = {
             "ok": True,
             "status": "created" if new else "resumed",

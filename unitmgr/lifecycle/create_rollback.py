@@ -20,7 +20,7 @@ from registry.errors import (
     ToolError,
 )
 from registry.timeutil import iso_z
-from unitmgr import git
+from unitmgr import git, notify
 from unitmgr.lifecycle.archive import archive_pair_state
 from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.create_steps import PR_BODY_PATTERN, CreateSteps
@@ -68,6 +68,21 @@ class CreateRollback(CreateSteps):
     ) -> ToolError:
         """The error a failed step ends the create with: a new create rolls back what it made;
         a resumed one, or one that only has to wait, keeps its journal for the repeat."""
+        failure = self._failure(error, new=new, resumed_from=resumed_from, step=step)
+        if not isinstance(failure, RetryableError):  # one that only has to wait is no news
+            notify.announce(
+                self.workspace,
+                "create-failed",
+                self.record.unit_id,
+                code=failure.code,
+                reason=failure.reason,
+                next=failure.next_step,
+            )
+        return failure
+
+    def _failure(
+        self, error: ToolError, *, new: bool, resumed_from: str | None, step: str | None
+    ) -> ToolError:
         record = self.record
         record_file = str(self.registry.record_path(record.unit_id))
         retryable = isinstance(error, RetryableError)

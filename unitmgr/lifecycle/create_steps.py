@@ -25,7 +25,7 @@ from registry.processes import (
 )
 from registry.records import UnitRecord
 from registry.timeutil import seconds_from_env
-from unitmgr import baseline, git, ref_guard
+from unitmgr import baseline, git, notify, ref_guard
 from unitmgr.copy_files import copy_listed
 from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.journal import Journal
@@ -176,7 +176,13 @@ class CreateSteps:
             outcome["guard_refs"] = ref_guard.install(self.workspace.toplevel)
             progress(f"unit create {self.record.unit_id}: guard_refs: {outcome['guard_refs']}")
         outcome.update(
-            init_pair(self.record, self.journal, "pair-init", self.record.staffing.current)
+            init_pair(
+                self.record,
+                self.journal,
+                "pair-init",
+                self.record.staffing.current,
+                notify=notify.session_target(self.workspace, self.record.unit_id),
+            )
         )
 
     def _pair_verify(self, outcome: dict[str, Any]) -> None:

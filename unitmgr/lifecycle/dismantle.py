@@ -33,7 +33,7 @@ from registry.locks import Deadline
 from registry.output import progress
 from registry.records import MAX_RECORD_BYTES, UnitRecord
 from registry.store import UnreadableRecord
-from unitmgr import git, validation
+from unitmgr import git, notify, validation
 from unitmgr.admission import merged_since_created
 from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
@@ -220,6 +220,8 @@ class Dismantler:
         document["done"] = [
             entry for entry in record.cleanup if entry.get("status") in ("done", "skipped")
         ]
+        url = (document["merged_pr"] or {}).get("url")
+        notify.announce(self.workspace, "dismantled", record.unit_id, url=url)
         return document
 
     def _announce(self, step: str) -> None:
@@ -238,13 +240,26 @@ class Dismantler:
         why = error.reason.removeprefix(f"{step} failed: ")
         self._failed(step, why)
         failure = RetryableError if isinstance(error, RetryableError) else StateError
+        reason = f"dismantle step {step} failed: {why}"
+        next_step = (
+            (error.next_step or "fix the cause")
+            + ", then repeat: "
+            + dismantle_label(record.unit_id, forced=self.forced)
+        )
+        if failure is StateError:
+            notify.announce(
+                self.workspace,
+                "dismantle-failed",
+                record.unit_id,
+                code=error.code,
+                reason=reason,
+                next=next_step,
+            )
         return failure(
             error.code,
-            f"dismantle step {step} failed: {why}",
+            reason,
             detail={"step": step, "cleanup": record.cleanup, "cause": error.detail},
-            next_step=(error.next_step or "fix the cause")
-            + ", then repeat: "
-            + dismantle_label(record.unit_id, forced=self.forced),
+            next_step=next_step,
         )
 
     def _failed(self, step: str | None, reason: str) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
-from unitmgr import validation
+from unitmgr import notify, validation
 from unitmgr.forge import NOT_CONFIGURED, Check, Forge, PullRequest, RequiredChecks, Review
 from unitmgr.forge_github import GitHubRefused, open_forge
 from unitmgr.lifecycle.runner import dry_run_aware
@@ -101,7 +101,12 @@ def run(repo: str, options: MergeOptions) -> dict[str, Any]:
         if merged is not None:
             return _done(workspace, record, merged, options.method, "already-merged")
         gates, pull = evaluate(forge, record, head, pulls)
-        _refuse_held(gates)
+        try:
+            _refuse_held(gates)
+        except StateError as held:
+            url = pull.url if pull is not None else None
+            notify.announce(workspace, "held", unit_id, reason=held.reason, url=url)
+            raise
         assert pull is not None
         try:
             merge_sha = forge.merge(pull.number, sha=head, method=options.method)
@@ -173,6 +178,8 @@ def _done(
             "detail": summary,
         }
     )
+    if status == "merged":  # a repeat that finds it merged already told nobody anything new
+        notify.announce(workspace, "merged", record.unit_id, url=pull.url)
     return {"ok": True, "status": status, "pr": summary, "unit_id": record.unit_id}
 
 

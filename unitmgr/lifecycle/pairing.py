@@ -16,7 +16,11 @@ from unitmgr.units import first_turn_resend
 
 
 def init_pair(
-    record: UnitRecord, journal: Journal, step: str, staffing: Staffing
+    record: UnitRecord,
+    journal: Journal,
+    step: str,
+    staffing: Staffing,
+    notify: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`pair init` (executor role) for `staffing` in the unit's worktree; records `record.pair`.
 
@@ -40,6 +44,7 @@ def init_pair(
         on_partner_start=lambda child: journal.note_child(step, child),
         branch=record.branch,  # the one branch its writable turns may move (the ref audit)
         unit=record.unit_id,  # UNITMGR_UNIT for the ref guard hook (SPEC 4.1)
+        notify=notify,  # whom its supervisors tell when a turn ends (SPEC 3.15)
     )
     record.pair = PairRef(
         sid=result["sid"],

@@ -21,7 +21,7 @@ from pair.partners import adapter_for
 from registry.errors import RetryableError, StateError, ToolError
 from registry.records import Staffing, UnitRecord
 from registry.timeutil import iso_z
-from unitmgr import git, validation
+from unitmgr import git, notify, validation
 from unitmgr.lifecycle.journal import Journal
 from unitmgr.lifecycle.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.lifecycle.runner import StepRunner, dry_run_aware
@@ -199,6 +199,16 @@ class Restaffer:
         record.error = error.reason
         self.registry.write(record)
         failure = RetryableError if isinstance(error, RetryableError) else StateError
+        next_step = "fix the cause, then repeat the same restaff command"
+        if failure is StateError:
+            notify.announce(
+                self.workspace,
+                "restaff-failed",
+                record.unit_id,
+                code=error.code,
+                reason=error.reason,
+                next=next_step,
+            )
         return failure(
             error.code,
             error.reason,
@@ -208,7 +218,7 @@ class Restaffer:
                 "recovery_record": str(self.registry.record_path(record.unit_id)),
                 "cause": error.detail,
             },
-            next_step="fix the cause, then repeat the same restaff command",
+            next_step=next_step,
         )
 
     def _staffing_fields(self) -> dict[str, Any]:
@@ -270,7 +280,10 @@ class Restaffer:
         outcome["ended"] = closed["ended_dir"]
 
     def _init_target(self, outcome: dict[str, Any]) -> None:
-        outcome.update(init_pair(self.record, self.journal, "init-target", self.staffing))
+        target = notify.session_target(self.workspace, self.record.unit_id)
+        outcome.update(
+            init_pair(self.record, self.journal, "init-target", self.staffing, notify=target)
+        )
 
     def _verify_target(self, outcome: dict[str, Any]) -> None:
         outcome.update(verify_pair(self.record, self.staffing))

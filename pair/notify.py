@@ -1,0 +1,59 @@
+"""What the supervisor tells the session's notify target when a turn ends (SPEC 3.15).
+
+`turn-ended` for every turn, and `attention` when the turn leaves the unit waiting on someone:
+`waiting-on-lead` (a reply: the executor is idle until the lead answers), `failed` or
+`rate-limited` — the states SPEC 3.4 derives from the same receipt. The supervisor is already
+detached, so it delivers here in-process, after the receipt is written and the marker released:
+no caller waits for it, and the next turn may start meanwhile.
+
+It imports `registry.notify` only for a session that has a target, reads nothing but what it is
+handed, and never raises into the supervisor.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+FAILED_STATUSES = ("failed", "empty-reply", "hang-killed", "worker-lost", "cancelled")
+
+
+def attention_for(receipt: dict[str, Any]) -> dict[str, Any] | None:
+    """The attention the turn's end leaves (`{state, since, why}`), or None when it waits on
+    nobody."""
+    status = receipt.get("status")
+    since = receipt.get("finished_at")
+    if status == "replied":
+        first_line = next(
+            (line.strip() for line in str(receipt.get("reply") or "").splitlines() if line.strip()),
+            "",
+        )
+        why = "the executor replied" + (f": {first_line[:200]}" if first_line else "")
+        return {"state": "waiting-on-lead", "since": since, "why": why}
+    if status == "rate-limited":
+        return {"state": "rate-limited", "since": since, "why": str(receipt.get("reason") or "")}
+    if status in FAILED_STATUSES:
+        why = f"the turn ended {status}: {receipt.get('reason') or ''}".rstrip(": ")
+        return {"state": "failed", "since": since, "why": why}
+    return None
+
+
+def announce_turn_end(notify: dict[str, Any] | None, receipt: dict[str, Any]) -> None:
+    """Deliver `turn-ended` and `attention` for `receipt` to the session's target, if any."""
+    if not notify:
+        return
+    from registry import notify as delivery
+
+    try:
+        target = delivery.Target.from_json(notify)
+        if target is None:
+            return
+        summary = delivery.receipt_summary(receipt)
+        if target.settings.wants("turn-ended"):
+            delivery.deliver(target, delivery.payload(target, "turn-ended", receipt=summary))
+        attention = attention_for(receipt)
+        if attention is not None and target.settings.wants("attention"):
+            document = delivery.payload(target, "attention", attention=attention, receipt=summary)
+            delivery.deliver(target, document)
+    except Exception as error:  # a notification never costs the turn anything
+        print(f"notification failed: {type(error).__name__}: {error}", file=sys.stderr)
