@@ -24,6 +24,7 @@ from unitmgr.commands import (
     merge,
     restaff,
     scope,
+    serve,
     status,
     verify,
     wait,
@@ -53,6 +54,7 @@ for name, module in (
     ("intake", intake),
     ("merge", merge),
     ("watch", watch),
+    ("serve", serve),
 ):
     app.command(name)(module.command)
 
