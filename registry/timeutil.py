@@ -17,9 +17,9 @@ def iso_z(moment: _dt.datetime | None = None, *, milliseconds: bool = False) -> 
     return text.replace("+00:00", "Z")
 
 
-def iso_from_epoch(seconds: float) -> str:
+def iso_from_epoch(seconds: float, *, milliseconds: bool = False) -> str:
     """`iso_z` of a POSIX timestamp."""
-    return iso_z(_dt.datetime.fromtimestamp(seconds, _dt.UTC))
+    return iso_z(_dt.datetime.fromtimestamp(seconds, _dt.UTC), milliseconds=milliseconds)
 
 
 def parse_iso(text: str) -> _dt.datetime:

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import os
 import shlex
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
-from registry.timeutil import iso_z
+from registry.timeutil import iso_from_epoch
 from unitmgr import git
 from unitmgr.steps import CREATE_PHASES
 from unitmgr.units import base_ref_of, first_turn_resend, pair_state
+from unitmgr.views import attention
 from unitmgr.views.worktree_scan import WorktreeFacts, WorktreeJob, WorktreeScanner
 from unitmgr.workspace import Workspace, realpath
 
@@ -274,20 +276,21 @@ def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, A
         forge = open_forge(workspace)
     scanned = workspace.registry.scan()
     rows = worktree_rows(workspace) if scanned else {}
+    now, stuck_after = time.time(), attention.stuck_seconds()
     units = []
     for entry in scanned:
         if isinstance(entry, UnreadableRecord):
             view = entry.to_json()
             view["observed"] = None
             view["recovery"] = recovery(workspace, entry)
+            pair = None
         else:
             view = describe(entry, rows, forge)
+            pair = view["observed"]["pair"]
             view["recovery"] = recovery(
-                workspace,
-                entry,
-                pair=view["observed"]["pair"],
-                row=rows.get(realpath(entry.worktree)),
+                workspace, entry, pair=pair, row=rows.get(realpath(entry.worktree))
             )
+        view["attention"] = attention.of_view(view, pair, now=now, stuck_after=stuck_after)
         units.append(view)
     return {"ok": True, "repository": str(workspace.toplevel), "units": units}
 
@@ -366,7 +369,9 @@ def facts_by_unit(
 
 def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> dict[str, Any]:
     """The `status --all` document; `scanner` (held by `unit watch`) reuses unchanged facts."""
-    observed_at = iso_z(milliseconds=True)
+    now = time.time()
+    observed_at = iso_from_epoch(now, milliseconds=True)
+    stuck_after = attention.stuck_seconds()
     entries = workspace.registry.scan()
     # An empty registry needs no `git worktree list`: nothing would be matched against it.
     rows = worktree_rows(workspace) if entries else {}
@@ -380,6 +385,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
         if isinstance(entry, UnreadableRecord):
             view = entry.to_json()
             view["recovery"] = recovery(workspace, entry)
+            view["attention"] = attention.of_view(view, None, now=now, stuck_after=stuck_after)
             units.append(view)
             continue
         record = entry
@@ -402,6 +408,14 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
         }
         view["recovery"] = recovery(
             workspace, record, pair=status, row=rows.get(realpath(record.worktree))
+        )
+        view["attention"] = attention.derive(
+            lifecycle=record.lifecycle,
+            pair=status,
+            recovery=view["recovery"],
+            updated_at=record.updated_at,
+            now=now,
+            stuck_after=stuck_after,
         )
         units.append(view)
     return {

@@ -8,6 +8,7 @@ the status command calls; a view never writes and never sends a turn.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +16,9 @@ from registry.errors import StateError
 from registry.records import UnitRecord
 from unitmgr import git, validation
 from unitmgr.forge_github import open_forge
-from unitmgr.views.observe import describe, worktree_rows
-from unitmgr.workspace import Workspace
+from unitmgr.views import attention
+from unitmgr.views.observe import describe, recovery, worktree_rows
+from unitmgr.workspace import Workspace, realpath
 
 if TYPE_CHECKING:
     from unitmgr.forge import Forge
@@ -70,7 +72,23 @@ class UnitStatus:
         return bool(reconcile(self.record, self.pair)) or self.notice_due
 
     def redescribe(self, record: UnitRecord) -> None:
+        self.record = record
         self.view = describe(record, self.rows, self.forge)
+
+    def attention(self) -> dict[str, Any]:
+        """SPEC 3.4's attention, from the pair state and recovery this read already has."""
+        record = self.record
+        needed = recovery(
+            self.workspace, record, pair=self.pair, row=self.rows.get(realpath(record.worktree))
+        )
+        return attention.derive(
+            lifecycle=record.lifecycle,
+            pair=self.pair,
+            recovery=needed,
+            updated_at=record.updated_at,
+            now=time.time(),
+            stuck_after=attention.stuck_seconds(),
+        )
 
     def document(self, write_back: str | None, notice_seq: int | None) -> dict[str, Any]:
         document: dict[str, Any] = {"ok": True}
@@ -79,7 +97,7 @@ class UnitStatus:
         document["write_back"] = write_back
         if self.warnings:
             document["warnings"] = self.warnings
-        document["unit"] = self.view
+        document["unit"] = {**self.view, "attention": self.attention()}
         return document
 
 

@@ -1,0 +1,232 @@
+"""SPEC 3.4 `attention`: the pure derivation, table-style (no CLI, no files)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from registry.timeutil import iso_from_epoch
+from unitmgr.views.attention import derive, first_line, stuck_seconds
+
+NOW = 1_800_000_000.0
+UPDATED = iso_from_epoch(NOW - 3600)
+STARTED = iso_from_epoch(NOW - 900)
+FINISHED = iso_from_epoch(NOW - 60)
+STUCK = 600.0
+NO_RECOVERY = {"needed": False, "why": None, "command": None}
+
+
+def receipt(status: str, **fields: Any) -> dict[str, Any]:
+    return {"seq": 2, "kind": "task", "status": status, "finished_at": FINISHED, **fields}
+
+
+def pair(
+    receipt: dict[str, Any] | None = None,
+    in_flight: dict[str, Any] | None = None,
+    output_ago: float | None = None,
+) -> dict[str, Any]:
+    turn = None
+    if in_flight is not None:
+        turn = {
+            "seq": in_flight.get("seq"),
+            "kind": "task",
+            "last_output_at": iso_from_epoch(NOW - output_ago) if output_ago is not None else None,
+        }
+    return {"ok": True, "seq": 3, "in_flight": in_flight, "latest_receipt": receipt, "turn": turn}
+
+
+def flight(**fields: Any) -> dict[str, Any]:
+    return {"seq": 3, "kind": "task", "started_at": STARTED, "alive": True, **fields}
+
+
+CASES = [
+    # (name, lifecycle, pair, recovery, state, since, why contains)
+    ("idle, no turn", "working", pair(), NO_RECOVERY, "idle", UPDATED, "no turn yet"),
+    (
+        "idle, no pair",
+        "working",
+        {"ok": False, "code": "no-pair"},
+        None,
+        "idle",
+        UPDATED,
+        "no pair",
+    ),
+    (
+        "replied",
+        "working",
+        pair(receipt("replied", reply="\n\n  Done: added GREETING.md  \nmore")),
+        NO_RECOVERY,
+        "waiting-on-lead",
+        FINISHED,
+        "#2 task replied: Done: added GREETING.md",
+    ),
+    (
+        "failed",
+        "working",
+        pair(receipt("failed", reason="exited 3 — read the transcript\nx")),
+        NO_RECOVERY,
+        "failed",
+        FINISHED,
+        "#2 task failed: exited 3 — read the transcript",
+    ),
+    *[
+        (status, "working", pair(receipt(status)), NO_RECOVERY, "failed", FINISHED, status)
+        for status in ("empty-reply", "hang-killed", "worker-lost", "cancelled")
+    ],
+    (
+        "foreign refs beat a reply",
+        "working",
+        pair(
+            receipt(
+                "replied",
+                reply="ok",
+                foreign_ref_changes=[{"ref": "refs/heads/main", "before": "a", "after": "b"}],
+            )
+        ),
+        NO_RECOVERY,
+        "failed",
+        FINISHED,
+        "refs/heads/main",
+    ),
+    (
+        "rate-limited",
+        "working",
+        pair(receipt("rate-limited", retry_after_seconds=300, reason="usage limit")),
+        NO_RECOVERY,
+        "rate-limited",
+        FINISHED,
+        "retry after 5m: usage limit",
+    ),
+    (
+        "running with recent output",
+        "working",
+        pair(in_flight=flight(), output_ago=30),
+        NO_RECOVERY,
+        "running",
+        STARTED,
+        "#3 task running, last output 30s ago",
+    ),
+    (
+        "running, no output yet, started recently",
+        "working",
+        pair(in_flight=flight(started_at=iso_from_epoch(NOW - 5))),
+        NO_RECOVERY,
+        "running",
+        iso_from_epoch(NOW - 5),
+        "no output yet",
+    ),
+    (
+        "stuck: quiet past the threshold",
+        "working",
+        pair(in_flight=flight(), output_ago=700),
+        NO_RECOVERY,
+        "stuck",
+        iso_from_epoch(NOW - 700),
+        "no output for 11m",
+    ),
+    (
+        "stuck: no output at all since a start past the threshold",
+        "working",
+        pair(in_flight=flight()),
+        NO_RECOVERY,
+        "stuck",
+        STARTED,
+        "no output for 15m",
+    ),
+    (
+        "queued on the heavy slot is running, however quiet",
+        "working",
+        pair(in_flight=flight(heavy_queue={"queued": True}), output_ago=3000),
+        NO_RECOVERY,
+        "running",
+        STARTED,
+        "heavy slot",
+    ),
+    (
+        "recovery beats failed",
+        "working",
+        pair(receipt("failed")),
+        {"needed": True, "why": "first turn failed", "command": "unit ..."},
+        "recovery",
+        UPDATED,
+        "first turn failed",
+    ),
+    (
+        "recovery beats running",
+        "working",
+        pair(in_flight=flight(alive=False), output_ago=5),
+        {"needed": True, "why": "turn lost", "command": "pair clear --repo /w"},
+        "recovery",
+        UPDATED,
+        "turn lost",
+    ),
+    ("unreadable record", "unreadable", None, None, "recovery", UPDATED, "record unreadable"),
+    (
+        "unreadable pair state",
+        "working",
+        {"ok": False, "code": "session-unreadable", "reason": "bad json"},
+        NO_RECOVERY,
+        "failed",
+        UPDATED,
+        "bad json",
+    ),
+    (
+        "unreadable in-flight marker",
+        "working",
+        pair(in_flight={"unreadable": "/x/in-flight.json", "error": "bad json"}),
+        NO_RECOVERY,
+        "failed",
+        UPDATED,
+        "in-flight marker unreadable",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("lifecycle", "pair_state", "recovery", "state", "since", "why"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_derive(
+    lifecycle: str,
+    pair_state: dict[str, Any] | None,
+    recovery: dict[str, Any] | None,
+    state: str,
+    since: str,
+    why: str,
+) -> None:
+    found = derive(
+        lifecycle=lifecycle,
+        pair=pair_state,
+        recovery=recovery,
+        updated_at=UPDATED,
+        now=NOW,
+        stuck_after=STUCK,
+    )
+    assert found["state"] == state, found
+    assert found["since"] == since, found
+    assert why in found["why"], found
+    assert "\n" not in found["why"]
+
+
+def test_why_is_bounded_and_one_line() -> None:
+    assert first_line("x" * 100_000) == "x" * 199 + "…"
+    assert first_line(None) == "" and first_line("\n \n") == ""
+
+
+def test_stuck_threshold_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert stuck_seconds() == 600
+    monkeypatch.setenv("UNITMGR_STUCK_MINUTES", "2.5")
+    assert stuck_seconds() == 150
+    monkeypatch.setenv("UNITMGR_STUCK_MINUTES", "soon")  # as every UNITMGR_* duration: default
+    assert stuck_seconds() == 600
+    found = derive(
+        lifecycle="working",
+        pair=pair(in_flight=flight(), output_ago=200),
+        recovery=NO_RECOVERY,
+        updated_at=UPDATED,
+        now=NOW,
+        stuck_after=150,
+    )
+    assert found["state"] == "stuck"

@@ -1,0 +1,142 @@
+"""`attention {state, since, why}` (SPEC 3.4): who a unit waits on, for a person and a lead.
+
+One pure function, `derive`, turns what `status --all`, `list`, `status --unit` and `wait` have
+already read — the lifecycle, the pair's state from `pair.api.read_status`, the unit's recovery
+(SPEC 3.1) and the record's `updated_at` — into one state. It reads no file, runs no git, asks
+no GitHub and never looks at the clock itself (`now` is passed in), so the table of cases in
+tests/test_attention.py covers it without a CLI. It must not grow a read: a caller that needs a
+new fact reads it, cheaply, and passes it in.
+
+When several states apply, the one the lead must act on first wins (references/decisions.md):
+recovery > failed > rate-limited > stuck > running > waiting-on-lead > idle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from registry.timeutil import parse_iso, seconds_from_env
+
+STUCK_MINUTES_DEFAULT = 10.0
+# A reply's first line as `why`: bounded, so a reply that is one long line stays one short line.
+WHY_CHARS = 200
+HEAD_CHARS = 4096
+FAILED_STATUSES = ("failed", "empty-reply", "hang-killed", "worker-lost", "cancelled")
+# The states `unit watch`'s banner names and that notify (SPEC 3.15) announces: the lead acts.
+NEEDS_LEAD = ("recovery", "failed", "rate-limited", "stuck", "waiting-on-lead")
+
+
+def stuck_seconds() -> float:
+    """The stuck threshold: `UNITMGR_STUCK_MINUTES` (default 10), in seconds; an unset, bad or
+    non-positive value means the default, as every `UNITMGR_*` duration does."""
+    return seconds_from_env("UNITMGR_STUCK_MINUTES", STUCK_MINUTES_DEFAULT) * 60
+
+
+def first_line(text: str | None) -> str:
+    # Only a bounded head is split: a long reply costs no more than a short one.
+    for raw in (text or "")[:HEAD_CHARS].splitlines():
+        line = raw.strip()
+        if line:
+            return line if len(line) <= WHY_CHARS else line[: WHY_CHARS - 1] + "…"
+    return ""
+
+
+def _ago(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def _epoch(text: str | None) -> float | None:
+    try:
+        return parse_iso(text).timestamp() if text else None
+    except ValueError:
+        return None
+
+
+def _state(state: str, since: str | None, why: str) -> dict[str, Any]:
+    return {"state": state, "since": since or None, "why": why}
+
+
+def derive(
+    *,
+    lifecycle: str,
+    pair: dict[str, Any] | None,
+    recovery: dict[str, Any] | None,
+    updated_at: str | None,
+    now: float,
+    stuck_after: float,
+) -> dict[str, Any]:
+    """The unit's attention. `pair` is `pair.api.read_status`'s document (or None without a
+    pair); `recovery` is `{needed, why, command}`; `stuck_after` is in seconds."""
+    if recovery and recovery.get("needed"):
+        return _state("recovery", updated_at, str(recovery.get("why") or "needs recovery"))
+    if lifecycle == "unreadable":
+        return _state("recovery", updated_at, "record unreadable")
+    pair = pair or {}
+    if not pair.get("ok"):
+        if pair.get("code") == "no-pair":
+            return _state("idle", updated_at, "no pair session yet")
+        return _state("failed", updated_at, f"pair state: {pair.get('reason') or 'unreadable'}")
+    in_flight = pair.get("in_flight")
+    if in_flight and "unreadable" in in_flight:
+        return _state("failed", updated_at, f"in-flight marker unreadable: {in_flight['error']}")
+    if in_flight:
+        return _in_flight(in_flight, pair.get("turn") or {}, now, stuck_after)
+    receipt = pair.get("latest_receipt")
+    if not receipt:
+        return _state("idle", updated_at, "no turn yet")
+    seq, kind, status = receipt.get("seq"), receipt.get("kind"), receipt.get("status")
+    finished = receipt.get("finished_at") or updated_at
+    turn = f"#{seq} {kind}"
+    moved = [str(change.get("ref")) for change in receipt.get("foreign_ref_changes") or []]
+    if moved:
+        return _state("failed", finished, f"{turn} moved refs it does not own: {', '.join(moved)}")
+    if status in FAILED_STATUSES:
+        reason = first_line(receipt.get("reason"))
+        return _state("failed", finished, f"{turn} {status}" + (f": {reason}" if reason else ""))
+    if status == "rate-limited":
+        retry = receipt.get("retry_after_seconds")
+        why = f"{turn} rate-limited" + (f", retry after {_ago(retry)}" if retry else "")
+        reason = first_line(receipt.get("reason"))
+        return _state("rate-limited", finished, why + (f": {reason}" if reason else ""))
+    if status == "replied":
+        reply = first_line(receipt.get("reply"))
+        return _state("waiting-on-lead", finished, f"{turn} replied: {reply}")
+    return _state("idle", finished, f"{turn} {status}")
+
+
+def _in_flight(
+    in_flight: dict[str, Any], turn: dict[str, Any], now: float, stuck_after: float
+) -> dict[str, Any]:
+    seq, kind = in_flight.get("seq"), in_flight.get("kind") or turn.get("kind")
+    label = f"#{seq} {kind}" if kind else f"#{seq}"
+    started = in_flight.get("started_at")
+    if (in_flight.get("heavy_queue") or {}).get("queued"):
+        return _state("running", started, f"{label} queued on the heavy slot")
+    last_output = turn.get("last_output_at") if turn.get("seq") == seq else None
+    quiet_since = _epoch(last_output) or _epoch(started)
+    quiet = now - quiet_since if quiet_since is not None else 0.0
+    if quiet >= stuck_after:
+        since = last_output or started
+        return _state("stuck", since, f"{label} no output for {_ago(quiet)}")
+    if last_output:
+        return _state("running", started, f"{label} running, last output {_ago(quiet)} ago")
+    return _state("running", started, f"{label} running, no output yet")
+
+
+def of_view(
+    view: dict[str, Any], pair: dict[str, Any] | None, *, now: float, stuck_after: float
+) -> dict[str, Any]:
+    """`derive` for a unit document that carries `lifecycle`, `recovery` and `updated_at`."""
+    return derive(
+        lifecycle=str(view.get("lifecycle")),
+        pair=pair,
+        recovery=view.get("recovery"),
+        updated_at=view.get("updated_at"),
+        now=now,
+        stuck_after=stuck_after,
+    )
