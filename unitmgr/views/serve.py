@@ -5,6 +5,8 @@ Ctrl-C:
 
 - `/api/status` and `/api/list` return exactly the `unit status --all` and `unit list [--prs]`
   documents (the same view functions, the same redacted JSON bytes);
+- `/api/checks` (with `--prs`) returns each open PR's checks on its head, the latest report of
+  each (`unitmgr.forge.latest_checks`, as the merge gate judges them);
 - `/api/units/<id>` returns one unit's transcript tail (the last 64 KiB of its current or latest
   turn, redacted, never the whole file), its turns (receipt summaries) and its events from
   `events.jsonl` (read from a bounded tail), for the page's detail pane.
@@ -36,7 +38,7 @@ from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from registry.errors import Interrupted, StateError, ToolError, UsageError
@@ -46,6 +48,9 @@ from unitmgr import validation
 from unitmgr.views import observe
 from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace, realpath
+
+if TYPE_CHECKING:
+    from unitmgr.forge import Forge
 
 TOKEN_VARIABLE = "UNITMGR_SERVE_TOKEN"
 MIN_TOKEN_LENGTH = 16
@@ -154,7 +159,7 @@ class Snapshots:
         self.workspace = workspace
         self.prs = prs
         self.scanner = WorktreeScanner(reuse=True, common_git_dir=workspace.common_git_dir)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # checks() reads the list document under it
         self._cache: dict[str, tuple[float, bytes]] = {}
 
     def _fresh(self, name: str, seconds: float, compute: Callable[[], dict[str, Any]]) -> bytes:
@@ -178,8 +183,48 @@ class Snapshots:
             lambda: observe.list_units(self.workspace, with_pulls=self.prs),
         )
 
+    def checks(self) -> bytes:
+        return self._fresh("checks", PULLS_FRESH_SECONDS, self._checks)
+
+    def _checks(self) -> dict[str, Any]:
+        """`/api/checks` (with `--prs`): each open PR's checks on its head, latest report each."""
+        if not self.prs:
+            return {"ok": True, "units": {}, "why": "unit serve --prs reads PRs and checks"}
+        from unitmgr.forge_github import open_forge
+
+        forge = open_forge(self.workspace)
+        if forge is None:
+            return {"ok": True, "units": {}, "why": "GitHub is not configured"}
+        found: dict[str, list[dict[str, Any]]] = {}
+        for unit in json.loads(self.units()).get("units", []):
+            pulls = (unit.get("observed") or {}).get("pull_requests")
+            for pull in pulls if isinstance(pulls, list) else []:
+                if pull.get("state") == "open" and pull.get("head_sha"):
+                    found.setdefault(unit["unit_id"], []).append(pull_checks(forge, pull))
+        return {"ok": True, "units": found}
+
     def unit(self, unit_id: str) -> bytes:
         return redact(dumps(unit_detail(self.workspace, unit_id))).encode()
+
+
+PENDING_STATES = ("pending", "queued", "in_progress", "requested", "waiting")
+
+
+def pull_checks(forge: Forge, pull: dict[str, Any]) -> dict[str, Any]:
+    """One PR's checks on its head: `{number, head_sha, passing, pending, failing}` (labels)."""
+    from unitmgr.forge import is_passing, latest_checks
+
+    summary: dict[str, Any] = {"number": pull.get("number"), "head_sha": pull.get("head_sha")}
+    try:
+        checks = latest_checks(forge.checks(pull["head_sha"]))
+    except ToolError as error:
+        return {**summary, "error": error.reason}
+    summary["passing"] = sorted(check.label for check in checks if is_passing(check))
+    summary["pending"] = sorted(c.label for c in checks if c.state in PENDING_STATES)
+    summary["failing"] = sorted(
+        c.label for c in checks if not is_passing(c) and c.state not in PENDING_STATES
+    )
+    return summary
 
 
 def _proven_state_dir(workspace: Workspace, unit_id: str) -> Path | None:
@@ -405,6 +450,8 @@ def handler_for(dashboard: Dashboard) -> type[BaseHTTPRequestHandler]:
                 self._send(HTTPStatus.OK, dashboard.snapshots.status())
             elif path == "/api/list":
                 self._send(HTTPStatus.OK, dashboard.snapshots.units())
+            elif path == "/api/checks":
+                self._send(HTTPStatus.OK, dashboard.snapshots.checks())
             elif path.startswith("/api/units/"):
                 self._send(HTTPStatus.OK, dashboard.snapshots.unit(unquote(path[11:])))
             else:
@@ -413,7 +460,7 @@ def handler_for(dashboard: Dashboard) -> type[BaseHTTPRequestHandler]:
                     _refusal(
                         "not-found",
                         f"no such page: {path}",
-                        "GET /, /api/status, /api/list or /api/units/<id>",
+                        "GET /, /api/status, /api/list, /api/checks or /api/units/<id>",
                     ),
                 )
 

@@ -3,12 +3,12 @@
 "use strict";
 
 const WAITING = ["waiting-on-lead", "stuck", "failed", "rate-limited", "recovery"];
-const FAILED = ["failed", "empty-reply", "hang-killed", "worker-lost", "cancelled"];
 const STATUS_EVERY_MS = 1000;
 const LIST_EVERY_MS = 5000;
 const DETAIL_EVERY_MS = 2000;
 
-const state = { status: null, list: null, selected: null, detail: null, copied: null };
+const CHECKS_EVERY_MS = 30000;
+const state = { status: null, list: null, checks: null, selected: null, detail: null, copied: null };
 
 function el(tag, attributes, ...children) {
   const node = document.createElement(tag);
@@ -53,32 +53,9 @@ function size(bytes) {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-// `attention` comes from status --all (SPEC 3.4); a server without it gets the same reading of
-// the fields it already has, so the page still says who waits on whom.
+// `attention {state, since, why}` is status --all's (SPEC 3.4): the page only shows it.
 function attentionOf(unit) {
-  if (unit.attention && unit.attention.state) return unit.attention;
-  const recovery = unit.recovery || {};
-  if (unit.lifecycle === "unreadable" || recovery.needed) {
-    return { state: "recovery", since: null, why: recovery.why || unit.error || "record unreadable" };
-  }
-  const pair = unit.pair || {};
-  if (pair.error) return { state: "recovery", since: null, why: `pair: ${pair.error}` };
-  const turn = pair.turn || {};
-  if (pair.in_flight) {
-    const queued = pair.in_flight.heavy_queue && pair.in_flight.heavy_queue.queued;
-    const quiet = turn.seconds_since_output;
-    if (!queued && quiet !== null && quiet !== undefined && quiet >= 600) {
-      return { state: "stuck", since: turn.last_output_at, why: `no output for ${Math.floor(quiet / 60)}m` };
-    }
-    return { state: "running", since: turn.last_output_at || pair.in_flight.started_at, why: `turn #${pair.in_flight.seq}` };
-  }
-  const receipt = pair.latest_receipt;
-  if (!receipt) return { state: "idle", since: null, why: "no turn yet" };
-  if (receipt.status === "rate-limited") return { state: "rate-limited", since: turn.last_output_at, why: receipt.reason };
-  if (FAILED.includes(receipt.status)) {
-    return { state: "failed", since: turn.last_output_at, why: `#${receipt.seq} ${receipt.status}${receipt.reason ? ": " + receipt.reason : ""}` };
-  }
-  return { state: "waiting-on-lead", since: turn.last_output_at, why: `#${receipt.seq} ${receipt.kind} replied` };
+  return unit.attention && unit.attention.state ? unit.attention : { state: "idle", since: null, why: "" };
 }
 
 function listEntry(unitId) {
@@ -188,9 +165,19 @@ function pullCell(unitId) {
   if (pulls === undefined) return cell;
   if (!Array.isArray(pulls)) { cell.append(el("span", { class: "sub", text: pulls.error || "unreadable" })); return cell; }
   if (!pulls.length) { cell.append(el("span", { class: "sub", text: "no PR" })); return cell; }
+  const checks = (state.checks && state.checks.units && state.checks.units[unitId]) || [];
   for (const pull of pulls) {
     const label = `#${pull.number} ${pull.merged_at ? "merged" : pull.state}${pull.draft ? " draft" : ""}`;
     cell.append(el("div", {}, el("a", { href: pull.url, rel: "noreferrer", target: "_blank", text: label })));
+    const found = checks.find((item) => item.number === pull.number);
+    if (found && found.error) cell.append(el("div", { class: "sub", text: `checks: ${found.error}` }));
+    else if (found) {
+      const parts = [[found.passing, "passing"], [found.pending, "pending"], [found.failing, "failing"]]
+        .filter(([labels]) => labels.length).map(([labels, word]) => `${labels.length} ${word}`);
+      cell.append(el("div", { class: "checks", "data-failing": found.failing.length,
+        title: [...found.failing, ...found.pending, ...found.passing].join("\n"),
+        text: parts.length ? `checks: ${parts.join(", ")}` : "no checks" }));
+    }
   }
   return cell;
 }
@@ -262,10 +249,23 @@ function timelineItems(detail) {
     items.push({ at: turn.finished_at || turn.started_at, what: words.join(" → "), status: turn.status,
       note: turn.reason || turn.reply_first_line || "" });
   }
+  // A journal step is written `started`, then `done`/`skipped`/`failed`: one line per step.
+  const open = new Map();
   for (const event of detail.events || []) {
-    const note = event.reason || (event.detail && (event.detail.skipped || event.detail.reason)) || "";
-    items.push({ at: event.at, what: `${event.command || "event"} · ${event.step || ""}`, status: event.status,
-      note: typeof note === "string" ? note : JSON.stringify(note) });
+    const what = `${event.command || "event"} · ${event.step || ""}`;
+    const raw = event.reason || (event.detail && (event.detail.skipped || event.detail.reason)) || "";
+    const note = typeof raw === "string" ? raw : JSON.stringify(raw);
+    const started = open.get(what);
+    if (started && event.status !== "started") {
+      open.delete(what);
+      const seconds = (Date.parse(event.at) - Date.parse(started.at)) / 1000;
+      Object.assign(started, { at: event.at, status: event.status, note: note || started.note,
+        took: Number.isFinite(seconds) && seconds >= 1 ? `${Math.round(seconds)}s` : null });
+      continue;
+    }
+    const item = { at: event.at, what, status: event.status, note };
+    if (event.status === "started") open.set(what, item);
+    items.push(item);
   }
   items.sort((a, b) => (Date.parse(b.at) || 0) - (Date.parse(a.at) || 0));
   return items;
@@ -298,7 +298,8 @@ function renderDetail(detail) {
   timeline.replaceChildren(...timelineItems(detail).map((item) =>
     el("li", { "data-status": item.status || "" },
       el("div", {}, el("span", { class: "what", text: item.what }), " ",
-        el("span", { class: "when", title: item.at || "", text: ago(item.at) || "" })),
+        el("span", { class: "status", text: item.status || "" }), " ",
+        el("span", { class: "when", title: item.at || "", text: [ago(item.at), item.took && `took ${item.took}`].filter(Boolean).join(" · ") })),
       item.note ? el("div", { class: "sub", text: item.note }) : null)));
 }
 
@@ -346,6 +347,19 @@ async function pollList() {
   setTimeout(pollList, LIST_EVERY_MS);
 }
 
+async function pollChecks() {
+  const listed = (state.list && state.list.units) || [];
+  if (listed.some((unit) => unit.observed && Array.isArray(unit.observed.pull_requests))) {
+    try {
+      state.checks = await getJson("/api/checks");
+      render();
+    } catch (_error) {
+      // Shown as missing checks; the next round tries again.
+    }
+  }
+  setTimeout(pollChecks, state.checks ? CHECKS_EVERY_MS : LIST_EVERY_MS);
+}
+
 function pollDetail() {
   if (state.selected) openDetail(state.selected);
   setTimeout(pollDetail, DETAIL_EVERY_MS);
@@ -360,4 +374,5 @@ document.getElementById("detail-close").addEventListener("click", () => {
 
 pollStatus();
 pollList();
+setTimeout(pollChecks, 500);
 setTimeout(pollDetail, DETAIL_EVERY_MS);
