@@ -331,3 +331,10 @@ def test_the_dashboard_in_a_real_browser(sandbox: Sandbox, tmp_path: Path) -> No
             browser.close()
     assert shown_after < 5
     assert messages == []
+
+
+def test_ci_installs_chromium_when_it_is_missing() -> None:
+    script = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    assert "if ! command -v chromium" in script
+    assert "apt-get install -y --no-install-recommends chromium" in script
+    assert script.index("chromium") < script.index(".venv/bin/python -m pytest")

@@ -43,7 +43,7 @@ function ago(iso) {
 
 function since(iso) {
   const text = ago(iso);
-  return text ? text.replace(/ ago$/, "").replace("just now", "now") : null;
+  return text ? text.replace(/ ago$/, "").replace("just now", "a moment") : null;
 }
 
 function size(bytes) {
