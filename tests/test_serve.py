@@ -36,6 +36,7 @@ CHROMIUM = "/usr/bin/chromium"
 REQUIRED = bool(os.environ.get("CI")) or os.environ.get("UNITMGR_REQUIRE_REAL_CLIS") == "1"
 SCREENSHOT = os.environ.get("UNITMGR_DASHBOARD_SCREENSHOT")
 TOKEN = "serve-token-" + "0123456789abcdef"
+SECRET = "deploy-" + "secret-value-42"
 
 
 @dataclass
@@ -150,7 +151,7 @@ def test_serve_contract_token_locks_and_bind_errors(sandbox: Sandbox, github: An
     assert sandbox.unit("serve", "--port", "70000")["code"] == "invalid-port"
 
     before = _registry_files(sandbox)
-    environment = {**os.environ, "UNITMGR_SERVE_TOKEN": TOKEN}
+    environment = {**os.environ, "UNITMGR_SERVE_TOKEN": TOKEN, "DEPLOY_SECRET": SECRET}
     with serving(sandbox, "--host", "0.0.0.0", "--prs", env=environment) as served:
         # Every request needs the token: the page, the documents, and an unknown path.
         for path in ("/", "/api/status", "/api/list", "/api/units/u1", "/nope"):
@@ -208,7 +209,28 @@ def test_serve_contract_token_locks_and_bind_errors(sandbox: Sandbox, github: An
         taken = sandbox.unit("serve", "--host", "0.0.0.0", "--port", port, env=environment)
         assert taken.code == 1 and taken["code"] == "port-in-use", taken.stdout
         assert "--port 0" in taken["next"]
-    assert _registry_files(sandbox) == before  # read-only: not one byte of the registry moved
+        assert _registry_files(sandbox) == before  # read-only: not one byte of the registry moved
+
+        # The tail is the last 64 KiB, from a cut line on, and redacted again when served.
+        transcript = Path(detail["transcript"]["file"])
+        with transcript.open("a") as grown:
+            grown.write("filler line\n" * 8000 + f"leaked {SECRET} here\n")
+        tail = served.get("/api/units/u1", bearer)[1]["transcript"]
+        assert tail["truncated"] and tail["bytes"] > 64 * 1024 >= len(tail["text"].encode())
+        assert tail["text"].startswith("filler line\n")
+        assert tail["text"].endswith("leaked *** here\n") and SECRET not in json.dumps(tail)
+
+        # A record naming another directory as its pair state: git does not prove it, so
+        # nothing there is read (the unit's events still show).
+        outside = sandbox.root / "outside"
+        (outside / "transcripts").mkdir(parents=True)
+        (outside / "transcripts" / "0001-task.log").write_text("not the unit's\n")
+        record = sandbox.record("u1")
+        record["pair"]["state_dir"] = str(outside)
+        (sandbox.registry / "units" / "u1.json").write_text(json.dumps(record))
+        hostile = served.get("/api/units/u1", bearer)[1]
+        assert hostile["transcript"] is None and hostile["turns"] == []
+        assert "pair.state_dir" in hostile["untrusted"] and hostile["events"]
 
 
 def test_a_loopback_server_refuses_a_foreign_host_header(sandbox: Sandbox) -> None:
