@@ -31,6 +31,7 @@ import hmac
 import ipaddress
 import json
 import os
+import re
 import stat
 import threading
 import time
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
 
 TOKEN_VARIABLE = "UNITMGR_SERVE_TOKEN"
 MIN_TOKEN_LENGTH = 16
+# It travels in a header and a cookie: nothing that could end or split one.
+TOKEN_SHAPE = re.compile(rf"[A-Za-z0-9._~+/=-]{{{MIN_TOKEN_LENGTH},}}")
 COOKIE = "unitmgr_serve"
 TAIL_BYTES = 64 * 1024  # SPEC 3.14: the transcript tail, never the whole file
 EVENTS_TAIL_BYTES = 1024 * 1024  # events.jsonl grows for ever: only its end is read
@@ -108,10 +111,11 @@ def serve_token(host: str) -> str | None:
             next_step=f"{TOKEN_VARIABLE}=$(openssl rand -hex 24) unit serve --host {host}, "
             "or unit serve (loopback only)",
         )
-    if token is not None and len(token) < MIN_TOKEN_LENGTH:
+    if token is not None and not TOKEN_SHAPE.fullmatch(token):
         raise UsageError(
             "serve-token-required",
-            f"{TOKEN_VARIABLE} is shorter than {MIN_TOKEN_LENGTH} characters",
+            f"{TOKEN_VARIABLE} must be at least {MIN_TOKEN_LENGTH} characters of letters, "
+            "digits and ._~+/=-",
             next_step=f"{TOKEN_VARIABLE}=$(openssl rand -hex 24) unit serve --host {host}",
         )
     return token
@@ -439,6 +443,25 @@ def handler_for(dashboard: Dashboard) -> type[BaseHTTPRequestHandler]:
                 self._send(status, redact(dumps(error.document())).encode())
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the page went away mid-answer
+            except Exception as error:
+                # One bad answer, not a dead server; the trace goes to stderr, redacted.
+                import traceback
+
+                progress(f"unit serve: {self.path.split('?')[0]}: {traceback.format_exc()}")
+                reason = f"unexpected error: {type(error).__name__}: {error}"
+                self._send(
+                    HTTPStatus.INTERNAL_SERVER_ERROR,
+                    redact(
+                        dumps(
+                            {
+                                "ok": False,
+                                "code": "internal",
+                                "reason": reason,
+                                "next": "a bug: report it with unit serve's stderr",
+                            }
+                        )
+                    ).encode(),
+                )
 
         do_HEAD = do_GET
 
