@@ -238,6 +238,7 @@ def test_a_loopback_server_refuses_a_foreign_host_header(sandbox: Sandbox) -> No
         assert served.get("/api/status")[0] == 200
         status, body, _ = served.get("/api/status", {"Host": "attacker.example:80"})
         assert status == 403 and body["code"] == "forbidden-host"
+        assert body["next"].startswith(f"open http://127.0.0.1:{served.url.rsplit(':', 1)[1]}")
         document = served.get("/api/status", {"Host": "localhost"})[1]
         assert document["ok"] and document["units"] == []
 

@@ -339,6 +339,7 @@ class Dashboard:
         self.token = token
         self.loopback = loopback
         self.requests = 0
+        self.url = "http://127.0.0.1:PORT/"  # set once bound
         self._count = threading.Lock()
 
     def counted(self) -> None:
@@ -405,7 +406,7 @@ def handler_for(dashboard: Dashboard) -> type[BaseHTTPRequestHandler]:
                     _refusal(
                         "forbidden-host",
                         f"this dashboard answers only a loopback Host, not {self.headers['Host']}",
-                        "open http://127.0.0.1:PORT/ (or set UNITMGR_SERVE_TOKEN)",
+                        f"open {dashboard.url} (or set UNITMGR_SERVE_TOKEN)",
                     ),
                 )
                 return
@@ -539,7 +540,7 @@ def run(repo: str, *, host: str, port: int, prs: bool) -> dict[str, Any]:
     server = bind(host, port, dashboard)
     bound_port = server.server_address[1]
     shown = f"[{host.strip('[]')}]" if ":" in host else host
-    url = f"http://{shown}:{bound_port}/"
+    url = dashboard.url = f"http://{shown}:{bound_port}/"
     progress(
         f"unit serve: {url}" + (f"?token=${TOKEN_VARIABLE}" if token else "") + " — read-only, "
         "Ctrl-C stops"
