@@ -319,6 +319,7 @@ def test_the_dashboard_in_a_real_browser(sandbox: Sandbox, tmp_path: Path) -> No
                 "items => items.map(item => item.dataset.unit)"
             )
             assert sorted(waiting) == ["broken", "gone", "replying"]
+            assert page.title() == "(3) unitmgr dashboard"
             assert "greeting written" in banner.inner_text()
             assert (
                 "#2 question failed"
@@ -350,6 +351,8 @@ def test_the_dashboard_in_a_real_browser(sandbox: Sandbox, tmp_path: Path) -> No
             )
             if SCREENSHOT:
                 page.screenshot(path=SCREENSHOT, full_page=True)
+            page.keyboard.press("Escape")
+            page.locator("#detail").wait_for(state="hidden", timeout=5000)
         finally:
             browser.close()
     assert shown_after < 5

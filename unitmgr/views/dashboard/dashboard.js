@@ -111,6 +111,8 @@ function renderBanner(units) {
     .map((unit) => ({ unit, attention: attentionOf(unit) }))
     .filter((item) => WAITING.includes(item.attention.state));
   banner.replaceChildren();
+  // A tab in the background still says how many units wait.
+  document.title = waiting.length ? `(${waiting.length}) unitmgr dashboard` : "unitmgr dashboard";
   if (!waiting.length) {
     banner.dataset.state = "quiet";
     banner.append(units.length ? "All quiet — nothing waits on you." : "All quiet — no units.");
@@ -267,8 +269,10 @@ function timelineItems(detail) {
     if (event.status === "started") open.set(what, item);
     items.push(item);
   }
-  items.sort((a, b) => (Date.parse(b.at) || 0) - (Date.parse(a.at) || 0));
-  return items;
+  // Newest first; within one second, the later-written entry first.
+  const ordered = items.map((item, index) => ({ item, index, at: Date.parse(item.at) || 0 }));
+  ordered.sort((a, b) => b.at - a.at || b.index - a.index);
+  return ordered.map(({ item }) => item);
 }
 
 function renderDetail(detail) {
@@ -365,11 +369,16 @@ function pollDetail() {
   setTimeout(pollDetail, DETAIL_EVERY_MS);
 }
 
-document.getElementById("detail-close").addEventListener("click", () => {
+function closeDetail() {
   state.selected = null;
   state.detail = null;
   document.getElementById("detail").hidden = true;
   render();
+}
+
+document.getElementById("detail-close").addEventListener("click", closeDetail);
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && state.selected) closeDetail();
 });
 
 pollStatus();
