@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from bench import creates, race_rounds, startup, status_scale, turn_overhead
+from bench import creates, race_rounds, serve, startup, status_scale, turn_overhead
 from bench.common import machine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +30,7 @@ def main() -> None:
     lines += _section("Concurrent creates and the admission race", creates, creates.report())
     lines += _section("The admission race, many rounds", race_rounds, race_rounds.report())
     lines += _section("A turn's own overhead", turn_overhead, turn_overhead.report())
+    lines += _section("`unit serve`: what an open page costs", serve, serve.report())
     (ROOT / "references" / "benchmarks.md").write_text("\n".join(lines))
     print("\n".join(lines))
 

@@ -125,6 +125,8 @@ case("task-file-empty")(lambda e: e.create(task_file=e.file("empty.md", "  \n"))
 case("force-mismatch")(lambda e: e.unit("dismantle", "--unit", "u1", "--force", "u2"))
 case("not-a-terminal")(lambda e: e.unit("watch"))
 case("invalid-interval")(lambda e: e.unit("watch", "--interval", "0"))
+case("serve-token-required")(lambda e: e.unit("serve", "--host", "0.0.0.0"))
+case("invalid-port")(lambda e: e.unit("serve", "--port", "65536"))
 case("invalid-since")(lambda e: e.unit("wait", "--since", "yesterday"))
 case("invalid-head")(lambda e: e.unit("merge", "--unit", "u1", "--head", "abc1234"))
 case("invalid-method")(lambda e: e.unit("merge", "--unit", "u1", "--head", SHA, "--method", "x"))
@@ -586,6 +588,24 @@ def _interrupted(e: Env) -> Result:
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     return Result(process.returncode, json.loads(stdout), stdout, stderr)
+
+
+@case("port-in-use")
+def _port_in_use(e: Env) -> Result:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        return e.unit("serve", "--port", str(taken.getsockname()[1]))
+
+
+# 192.0.2.1 (TEST-NET-1) is no address of this machine: binding it fails, nothing is sent.
+case("bind-failed")(
+    lambda e: e.unit(
+        "serve", "--host", "192.0.2.1", UNITMGR_SERVE_TOKEN="serve-token-0123456789abcdef"
+    )
+)
 
 
 # -- turns (receipts and the turn refusals) -------------------------------------------------------

@@ -36,6 +36,7 @@ COMMANDS = {
     "merge": "merge",
     "watch": "watch",
     "tail": "tail",
+    "serve": "serve",
     "config": "config",
 }
 

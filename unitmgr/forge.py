@@ -108,6 +108,25 @@ class Check:
         return f"{self.name} ({self.state})"
 
 
+PASSING_CHECK_RUN = ("success", "neutral", "skipped")
+
+
+def latest_checks(checks: list[Check]) -> list[Check]:
+    """The latest report of each check (`Check.key`): what a gate or a dashboard judges."""
+    latest: dict[tuple[str, int | None, int | None, str], Check] = {}
+    for check in checks:
+        seen = latest.get(check.key)
+        if seen is None or (check.at or "", check.id) >= (seen.at or "", seen.id):
+            latest[check.key] = check
+    return list(latest.values())
+
+
+def is_passing(check: Check) -> bool:
+    return check.state == "success" or (
+        check.kind == "check_run" and check.state in PASSING_CHECK_RUN
+    )
+
+
 @dataclass(frozen=True)
 class Dependency:
     repository: str  # owner/name: a dependency lives in its own repository

@@ -47,6 +47,8 @@ def _lock_timeout() -> Any:
 
 def _dry_run() -> Any:
     return option("--dry-run", DRY_RUN_HELP, False)
+
+
 # None when not given: the project config's value applies (SPEC 3.16), else 2.
 MAX_ACTIVE_HELP = "Refuse when this many units are active (default: config max_active, else 2)."
 MAX_HELD_HELP = "Refuse when this many wait for review (default: config max_held, else 2)."

@@ -28,7 +28,16 @@ from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import notify, validation
-from unitmgr.forge import NOT_CONFIGURED, Check, Forge, PullRequest, RequiredChecks, Review
+from unitmgr.forge import (
+    NOT_CONFIGURED,
+    Check,
+    Forge,
+    PullRequest,
+    RequiredChecks,
+    Review,
+    is_passing,
+    latest_checks,
+)
 from unitmgr.forge_github import GitHubRefused, open_forge
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import MergeOptions
@@ -46,7 +55,6 @@ GATES = (
     "checks_green",
     "verification",
 )
-PASSING_CHECK_RUN = ("success", "neutral", "skipped")
 
 
 @dry_run_aware
@@ -313,25 +321,10 @@ def _who(review: Review) -> str:
 
 
 def checks_gate(checks: list[Check], required: RequiredChecks) -> dict[str, Any]:
-    latest: dict[tuple[str, int | None, int | None, str], Check] = {}
-    for check in checks:
-        seen = latest.get(check.key)
-        if seen is None or (check.at or "", check.id) >= (seen.at or "", seen.id):
-            latest[check.key] = check
-    failing = sorted(
-        check.label
-        for check in latest.values()
-        if not (
-            check.state == "success"
-            or (check.kind == "check_run" and check.state in PASSING_CHECK_RUN)
-        )
-    )
+    latest = latest_checks(checks)
+    failing = sorted(check.label for check in latest if not is_passing(check))
     missing = sorted(
-        {
-            need.label
-            for need in required.checks
-            if not any(need.met_by(check) for check in latest.values())
-        }
+        {need.label for need in required.checks if not any(need.met_by(c) for c in latest)}
     )
     problems = []
     if failing:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
-from registry.timeutil import iso_from_epoch, iso_z
+from registry.timeutil import iso_from_epoch
 from unitmgr import baseline, git
 from unitmgr.steps import CREATE_PHASES
 from unitmgr.units import base_ref_of, first_turn_resend, pair_state
