@@ -538,11 +538,13 @@ def _bootstrap_in_flight(e: Env) -> Result:
 @case("supervisor-failed")
 def _supervisor_failed(e: Env) -> Result:
     """The real `pair send` entry point, in a process whose interpreter path is wrong, so the
-    detached supervisor it starts exits at once."""
+    detached supervisor it starts exits at once (exec'd, as from a caller with threads: a forked
+    one needs no interpreter path)."""
     assert e.pair("init", "--partner", "script", "--model", "cat").code == 0
     body = e.file("b.md", "x\n")
     script = (
-        "import sys\nsys.executable = '/bin/false'\nfrom pair.cli import main\n"
+        "import os, sys\nsys.executable = '/bin/false'\n"
+        "os.environ['UNITMGR_PAIR_SUPERVISOR'] = 'exec'\nfrom pair.cli import main\n"
         f"sys.exit(main(['send', '--kind', 'task', '--body-file', {body!r},"
         f" '--repo', {str(e.sandbox.repo)!r}]))\n"
     )

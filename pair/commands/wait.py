@@ -43,6 +43,12 @@ def wait(
         turn = runner.probe(target)
         now = time.monotonic()
         if turn.lost is not None:
+            # The supervisor writes its receipt, releases the marker and exits: it may have done
+            # all three between the receipt read above and the probe. Only a dead supervisor
+            # with no receipt after its death is lost.
+            receipt = runner.receipt(target)
+            if receipt is not None:
+                return receipt
             return {
                 **_unfinished("worker-lost", root, target, turn.kind, turn.lost),
                 "partner_pid": turn.partner_pid,
