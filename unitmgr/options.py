@@ -195,8 +195,10 @@ class WaitOptions:
 
 @dataclass(frozen=True)
 class TailOptions:
-    unit: str = required("--unit", "Unit id (required).")
-    seq: str | None = option("--seq", "The turn (default: the one in flight, else the latest).")
+    unit: str = required("--unit", UNIT_HELP, "ID")
+    seq: str | None = option(
+        "--seq", "The turn (default: the one in flight, else the latest).", metavar="N"
+    )
     follow: bool = option("--follow", "Keep printing until the turn's receipt lands.", False)
     raw: bool = option("--raw", "The transcript's (redacted) bytes, not rendered.", False)
 

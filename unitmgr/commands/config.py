@@ -15,6 +15,9 @@ def _config(repo: str, options: ConfigOptions, *, output_format: str) -> Result:
 command = declare(
     ConfigOptions,
     _config,
-    help_text="The effective project settings (.unitmgr.toml, the local config) and their sources.",
+    help_text=(
+        "The effective project settings. Each with its source: .unitmgr.toml, the local"
+        " config or the default."
+    ),
     formats=True,
 )

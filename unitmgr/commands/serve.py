@@ -13,11 +13,13 @@ def command(
     host: Annotated[
         str,
         typer.Option(
-            "--host", help="Address to listen on; off loopback it needs UNITMGR_SERVE_TOKEN."
+            "--host",
+            help="Address to listen on; off loopback it needs UNITMGR_SERVE_TOKEN.",
+            metavar="HOST",
         ),
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", help="Port to listen on (0: any free port).")
+        int, typer.Option("--port", help="Port to listen on (0: any free port).", metavar="PORT")
     ] = 8787,
     prs: Annotated[
         bool, typer.Option("--prs", help="Also show each branch's PRs (read from GitHub).")
@@ -25,7 +27,7 @@ def command(
     repo: Repo = ".",
     lock_timeout: LockTimeout = "30",
 ) -> Result:
-    """A live read-only dashboard in the browser: what needs you, every unit, its transcript."""
+    """A read-only web dashboard. What needs you, every unit, its transcript, live in a browser."""
     from unitmgr import quick_reads
     from unitmgr.views import serve
 

@@ -15,6 +15,6 @@ def _tail(repo: str, options: TailOptions) -> Result:
 command = declare(
     TailOptions,
     _tail,
-    help_text="Print a turn's transcript for a person (--follow: until its receipt lands).",
+    help_text="A turn's transcript for a person. --follow prints it until its receipt lands.",
     lock_free=True,
 )
