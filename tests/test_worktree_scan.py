@@ -184,3 +184,16 @@ def test_overlaps_through_the_index_match_the_pairwise_comparison() -> None:
             for _ in range(chooser.randint(0, 12))
         }
         assert overlaps(changed) == pairwise(changed), changed
+
+
+def test_a_worktree_removed_before_git_starts_reads_as_git_failing_there(tmp_path: Path) -> None:
+    """A reader racing a dismantle: the worktree is gone before `git status` can start in it.
+    That is a git failure in a directory git cannot enter (`status --all` shows the worktree
+    absent), never an unexpected error."""
+    gone = tmp_path / "removed-worktree"
+    refused = unit_git.run_git(["status"], cwd=gone, step="status", check=False)
+    assert refused.returncode == 128 and "cannot change to" in refused.stderr
+    with pytest.raises(unit_git.GitError) as raised:
+        unit_git.run_git(["status"], cwd=gone, step="status")
+    assert raised.value.code == "git-failed"
+    assert unit_git.status_against(gone, branch="feat/x", upstream_ref="refs/heads/main") is None

@@ -95,6 +95,16 @@ def run_git(
             start_new_session=True,
             env=child_environment(environment),
         )
+    except (FileNotFoundError, NotADirectoryError) as error:
+        release_interrupts()
+        if cwd.is_dir():  # git itself is missing: no answer git could have given
+            raise
+        # The directory went away before git started (a worktree removed while a reader looked
+        # at it): answer as git does for a directory it cannot enter.
+        missing = GitResult(128, "", f"fatal: cannot change to '{cwd}': {error.strerror}\n")
+        if check:
+            raise GitError(step, argv, missing.returncode, missing.stderr) from None
+        return missing
     except BaseException:
         release_interrupts()
         raise
