@@ -49,3 +49,37 @@ def machine() -> str:
 
 def scratch() -> Path:
     return Path(tempfile.mkdtemp(prefix="unitmgr-bench-"))
+
+
+def rounds_against_yardstick(
+    commands: dict[str, list[str]], env: dict[str, str], cwd: Path, rounds: int
+) -> list[tuple[str, float, float]]:
+    """Each round runs every command once, in turn (so a load that comes and goes hits all of
+    them); per command: (label, median seconds, median / the "python -c pass" row's median).
+    A refusal is timed like a success: the start-up is the point."""
+
+    def once(argv: list[str]) -> None:
+        subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
+
+    for argv in commands.values():
+        once(argv)  # once first: bytecode written, files cached
+    samples: dict[str, list[float]] = {label: [] for label in commands}
+    for _ in range(rounds):
+        for label, argv in commands.items():
+            samples[label].append(median_seconds(lambda argv=argv: once(argv), 1))
+    baseline = statistics.median(samples["python -c pass"])
+    return [
+        (label, statistics.median(found), statistics.median(found) / baseline)
+        for label, found in samples.items()
+    ]
+
+
+def ratio_table(rows: list[tuple[str, float, float]]) -> str:
+    lines = [
+        "| command | median | ratio to `python -c pass` (goal: at most 5x) |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| `{label}` | {seconds * 1000:.0f} ms | {ratio:.1f}x |" for label, seconds, ratio in rows
+    ]
+    return "\n".join(lines)

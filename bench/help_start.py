@@ -6,11 +6,10 @@ so a load that comes and goes hits all of them; medians. SPEC 7: at most 5x `pyt
 from __future__ import annotations
 
 import shutil
-import statistics
 import sys
 from pathlib import Path
 
-from bench.common import environment, median_seconds, run, scratch
+from bench.common import environment, ratio_table, rounds_against_yardstick, scratch
 
 RUNS = 20
 
@@ -29,26 +28,13 @@ def measure() -> list[tuple[str, float, float]]:
             "unit --version": [unit, "--version"],
             "unit --help through Typer": [sys.executable, "-m", "unitmgr.cli", "--help"],
         }
-        for argv in commands.values():
-            run(argv, env, root)  # once first: bytecode written, files cached
-        samples: dict[str, list[float]] = {label: [] for label in commands}
-        for _ in range(RUNS):
-            for label, argv in commands.items():
-                samples[label].append(median_seconds(lambda argv=argv: run(argv, env, root), 1))
-        baseline = statistics.median(samples["python -c pass"])
-        return [
-            (label, statistics.median(found), statistics.median(found) / baseline)
-            for label, found in samples.items()
-        ]
+        return rounds_against_yardstick(commands, env, root, RUNS)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
 def report() -> str:
-    lines = ["| command | median | ratio to `python -c pass` (goal: at most 5x) |", "|---|---|---|"]
-    for label, seconds, ratio in measure():
-        lines.append(f"| `{label}` | {seconds * 1000:.0f} ms | {ratio:.1f}x |")
-    return "\n".join(lines)
+    return ratio_table(measure())
 
 
 if __name__ == "__main__":

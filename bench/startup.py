@@ -9,14 +9,11 @@ thousands of times. `python -X importtime` shows where the rest goes."""
 
 from __future__ import annotations
 
-import functools
 import shutil
-import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-from bench.common import environment, median_seconds, run, scratch
+from bench.common import environment, ratio_table, rounds_against_yardstick, run, scratch
 
 RUNS = 25
 
@@ -47,33 +44,13 @@ def measure() -> list[tuple[str, float, float]]:
         if shutil.which("node"):
             commands["node -e 0"] = ["node", "-e", "0"]
 
-        def once(argv: list[str]) -> None:
-            # The Typer-path rows are refusals (exit 1 or 2): time them all the same.
-            subprocess.run(argv, env=env, cwd=root, capture_output=True, check=False)
-
-        for argv in commands.values():
-            once(argv)  # once first: bytecode written, files cached
-        samples: dict[str, list[float]] = {label: [] for label in commands}
-        for _ in range(RUNS):
-            for label, argv in commands.items():
-                samples[label].append(median_seconds(functools.partial(once, argv), 1))
-        baseline = statistics.median(samples["python -c pass"])
-        return [
-            (label, statistics.median(found), statistics.median(found) / baseline)
-            for label, found in samples.items()
-        ]
+        return rounds_against_yardstick(commands, env, root, RUNS)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
 def report() -> str:
-    lines = [
-        "| command | median | ratio to `python -c pass` (goal: at most 5x) |",
-        "|---|---|---|",
-    ]
-    for label, seconds, ratio in measure():
-        lines.append(f"| `{label}` | {seconds * 1000:.0f} ms | {ratio:.1f}x |")
-    return "\n".join(lines)
+    return ratio_table(measure())
 
 
 if __name__ == "__main__":

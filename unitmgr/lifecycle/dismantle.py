@@ -26,7 +26,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pair import api as pair_api
 from registry.atomic import remove_file
 from registry.errors import RetryableError, StateError, ToolError, UsageError
 from registry.locks import Deadline
@@ -39,6 +38,7 @@ from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
 from unitmgr.lifecycle.archive import archive_pair_state
 from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.pairing import end_proven_pair
 from unitmgr.lifecycle.runner import Handler, Step, StepRunner, dry_run_aware
 from unitmgr.options import DismantleOptions
 from unitmgr.ownership import Ownership, others_of
@@ -310,16 +310,8 @@ class Dismantler:
         return Ownership(self.workspace, self.record, others_of(self.workspace, self.record))
 
     def _end_pair(self, outcome: dict[str, Any]) -> None:
-        ownership = self._ownership()
-        state_dir = ownership.pair_state_dir(ownership.worktree())
-        closed = pair_api.close_state(state_dir) if state_dir is not None else {}
-        if not closed.get("ended_dir"):
-            outcome["skipped"] = "no pair session"
-            return
-        if closed["cleared"]:
-            outcome["cleared"] = closed["cleared"]
-        outcome["ended"] = closed["ended_dir"]
-        self.record.resources.pair = False
+        if end_proven_pair(self._ownership(), outcome, skipped="no pair session"):
+            self.record.resources.pair = False
 
     def _reap(self, outcome: dict[str, Any]) -> None:
         ownership = self._ownership()

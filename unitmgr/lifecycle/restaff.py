@@ -23,7 +23,7 @@ from registry.records import Staffing, UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, notify, validation
 from unitmgr.lifecycle.journal import Journal
-from unitmgr.lifecycle.pairing import init_pair, send_or_adopt, verify_pair
+from unitmgr.lifecycle.pairing import end_proven_pair, init_pair, send_or_adopt, verify_pair
 from unitmgr.lifecycle.runner import StepRunner, dry_run_aware
 from unitmgr.options import RestaffOptions
 from unitmgr.ownership import Ownership, others_of
@@ -268,16 +268,8 @@ class Restaffer:
         outcome["checkpoint"] = checkpoint
 
     def _end_old(self, outcome: dict[str, Any]) -> None:
-        # Ending a pair is destructive: only the proven worktree's own pair state (SPEC 2.5).
         ownership = Ownership(self.workspace, self.record, others_of(self.workspace, self.record))
-        state_dir = ownership.pair_state_dir(ownership.worktree())
-        closed = pair_api.close_state(state_dir) if state_dir is not None else {}
-        if not closed.get("ended_dir"):
-            outcome["skipped"] = "no old pair session"
-            return
-        if closed["cleared"]:
-            outcome["cleared"] = closed["cleared"]
-        outcome["ended"] = closed["ended_dir"]
+        end_proven_pair(ownership, outcome, skipped="no old pair session")
 
     def _init_target(self, outcome: dict[str, Any]) -> None:
         target = notify.session_target(self.workspace, self.record.unit_id)
