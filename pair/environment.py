@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from registry.processes import child_environment
+from registry.environment import child_environment
 
 LEAD_MARKERS: tuple[tuple[str, str], ...] = (
     ("OPENCODE_CLIENT", "opencode"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pair.errors import StateError, UsageError
 from pair.paths import state_dir_for
-from registry.processes import child_environment
+from registry.environment import child_environment
 
 GIT_TIMEOUT_SECONDS = 120
 

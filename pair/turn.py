@@ -7,6 +7,10 @@ adapter to read the reply from. Budgets: `idle` (no output) and `total` (wall ti
 partner's whole group and every descendant found with psutil get SIGTERM, then SIGKILL (after 2 s;
 after 5 s when the turn is cancelled). What the partner left running after its exit is killed too
 and described in `leftovers`.
+
+Over ~400 lines because spawning, streaming, the two budgets and the kill are one loop over one
+partner's process group, and the signals read from the stream (a queued heavy job, throttling)
+are read in that loop; split, each part would need the others' state.
 """
 
 from __future__ import annotations

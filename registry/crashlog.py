@@ -13,11 +13,12 @@ opened none (a usage error, `pair` outside a unit) writes no log. It knows no gi
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from registry.atomic import ensure_private_dir, write_text_atomic
 from registry.errors import ToolError
-from registry.timeutil import iso_z
+
+TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _opened: list[Path] = []  # the registry roots this process opened, last one last
 
@@ -45,6 +46,9 @@ def write(error: BaseException, command_line: str) -> Path | None:
     or None when no registry was opened or the log cannot be written (the document still
     carries the traceback)."""
     import traceback  # only on a failure: off every command's start-up path
+
+    from registry.atomic import ensure_private_dir, write_text_atomic
+    from registry.timeutil import iso_z
 
     root = _opened[-1] if _opened else None
     if root is None or not root.parent.is_dir():

@@ -12,9 +12,13 @@ the exit code. The class decides the exit code:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+
+# typing's own flag would import typing: this module is on the fast reads' path (SPEC 7).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any, ClassVar
 
 EXIT_OK = 0
 EXIT_REFUSED = 1

@@ -12,9 +12,7 @@ from __future__ import annotations
 import shlex
 import signal
 import threading
-from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from registry import crashlog
 from registry.errors import (
@@ -26,6 +24,11 @@ from registry.errors import (
     raise_interrupted,
 )
 from registry.output import Rendered, emit, write_text
+
+TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
 
 
 @contextmanager

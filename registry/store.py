@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from registry import crashlog
+from registry import crashlog, layout
 from registry.atomic import append_line, remove_file, write_text_atomic
 from registry.locks import Deadline, FileLock
 from registry.records import (
@@ -59,9 +59,9 @@ class UnreadableRecord:
 class Registry:
     def __init__(self, common_git_dir: Path) -> None:
         self.common_git_dir = common_git_dir
-        self.root = common_git_dir / "orchestrate"
+        self.root = layout.registry_root(common_git_dir)
         crashlog.remember(self.root)  # an unexpected error's log goes beside this registry
-        self.units_dir = self.root / "units"
+        self.units_dir = layout.units_dir(common_git_dir)
         self.tasks_dir = self.root / "tasks"
         self.archive_dir = self.root / "archive"
         self.locks_dir = self.root / "locks"
@@ -70,7 +70,7 @@ class Registry:
         self.fetch_lock_file = self.locks_dir / "fetch.lock"
 
     def record_path(self, unit_id: str) -> Path:
-        return self.units_dir / f"{unit_id}.json"
+        return self.units_dir / f"{unit_id}{layout.RECORD_SUFFIX}"
 
     def manifest_path(self, unit_id: str) -> Path:
         return self.tasks_dir / f"{unit_id}.md"
@@ -118,11 +118,7 @@ class Registry:
             )
 
     def unit_ids(self) -> list[str]:
-        try:
-            names = os.listdir(self.units_dir)
-        except FileNotFoundError:
-            return []
-        return sorted(name[: -len(".json")] for name in names if _is_record_name(name))
+        return layout.unit_ids(self.units_dir)
 
     def scan(self) -> list[UnitRecord | UnreadableRecord]:
         """Every record, sorted by id; unreadable ones as `UnreadableRecord` entries."""
@@ -159,10 +155,6 @@ class Registry:
         """One line of `events.jsonl`; stamped with `at` unless the event carries its own."""
         stamped = event if "at" in event else {**event, "at": iso_z()}
         append_line(self.events_file, json.dumps(stamped, ensure_ascii=False, sort_keys=False))
-
-
-def _is_record_name(name: str) -> bool:
-    return name.endswith(".json") and not name.startswith(".") and len(name) > len(".json")
 
 
 __all__ = ["Deadline", "FileLock", "Registry", "UnreadableRecord"]

@@ -18,11 +18,16 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
 
+from registry import layout
 from registry.errors import UsageError
+
+# `unit list` and `unit status --all` load the config even on an empty registry (an invalid file
+# is refused there too), within their start-up budget (SPEC 7): no typing, no dataclasses.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 REPOSITORY_FILE = ".unitmgr.toml"
 LOCAL_FILE = "config.toml"  # in <git-common-dir>/orchestrate/
@@ -61,28 +66,38 @@ DEFAULTS: dict[str, Any] = {
 KEYS = tuple(DEFAULTS)
 
 
-@dataclass(frozen=True)
 class Notify:
     """`[notify]`: where events go (SPEC 3.15). Nothing is sent unless `command` or `url` is
     set; `events` defaults to every event name."""
 
-    command: str | None
-    url: str | None
-    events: tuple[str, ...]
+    __slots__ = ("command", "events", "url")
+
+    def __init__(self, *, command: str | None, url: str | None, events: tuple[str, ...]) -> None:
+        self.command = command
+        self.url = url
+        self.events = events
 
     @property
     def configured(self) -> bool:
         return self.command is not None or self.url is not None
 
 
-@dataclass(frozen=True)
 class ProjectConfig:
     """The effective settings: each key's value, and where it came from."""
 
-    repository_file: Path
-    local_file: Path
-    values: dict[str, Any] = field(default_factory=dict)  # only keys a file sets
-    sources: dict[str, str] = field(default_factory=dict)  # key -> "local" | "repository"
+    __slots__ = ("local_file", "repository_file", "sources", "values")
+
+    def __init__(
+        self,
+        repository_file: Path,
+        local_file: Path,
+        values: dict[str, Any],  # only keys a file sets
+        sources: dict[str, str],  # key -> "local" | "repository"
+    ) -> None:
+        self.repository_file = repository_file
+        self.local_file = local_file
+        self.values = values
+        self.sources = sources
 
     def value(self, key: str) -> Any:
         if key not in DEFAULTS:
@@ -152,7 +167,7 @@ def flag_or_config(flag: Any, config: ProjectConfig, key: str) -> Any:
 
 def config_paths(toplevel: Path, common_dir: Path) -> tuple[Path, Path]:
     """The repository file and the local file."""
-    return toplevel / REPOSITORY_FILE, common_dir / "orchestrate" / LOCAL_FILE
+    return toplevel / REPOSITORY_FILE, layout.registry_root(common_dir) / LOCAL_FILE
 
 
 def load_config(toplevel: Path, common_dir: Path) -> ProjectConfig:

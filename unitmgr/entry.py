@@ -5,7 +5,8 @@ that is only `status --all` or `list` with their own options, each spelled plain
 or `--repo=X`, no repeats, no `--help`, no value that starts with `-`), is parsed here and
 answered by the same function `unitmgr/cli.py` calls (unitmgr/quick_reads.py), with the same
 document, exit code and errors. Anything else goes to the Typer app unchanged — this module never
-guesses: when in doubt it hands over. It must not import typer, rich, github or git.
+guesses: when in doubt it hands over. It must not import typer, rich, github or git, and an
+empty registry's answer imports neither `typing` nor `dataclasses` (tests/test_entry.py).
 
 `unit`, `unit --help`, `unit --version` and `unit <command> --help` print text stored in the
 package (unitmgr/help_pages.py, rendered by the Typer app itself) for the same reason.
@@ -15,8 +16,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own flag would import typing, a tenth of the budget
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 # Per command: option -> the keyword it fills, and whether it takes a value.
 _STATUS_ALL = {

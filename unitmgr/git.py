@@ -16,14 +16,25 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from registry.environment import child_environment
 from registry.errors import StateError, hold_interrupts, release_interrupts
-from registry.processes import child_environment, stop_child_group
 from registry.redact import redact
 from registry.timeutil import seconds_from_env
+
+# `unit list` and `unit status --all` on an empty registry run one git call and must start in
+# at most 5x a bare Python (SPEC 7): nothing here imports typing, dataclasses or psutil (the
+# value types are plain classes; registry/processes.py is imported only to stop a child).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+def stop_child_group(process: subprocess.Popen[bytes]) -> None:
+    from registry.processes import stop_child_group as stop
+
+    stop(process)
 
 
 def local_timeout() -> float:
@@ -57,13 +68,15 @@ class GitTimeout(StateError):
         super().__init__("timeout", f"{step} timed out after {int(seconds)}s")
 
 
-@dataclass(frozen=True)
 class GitResult:
     """A finished git command's exit code and output."""
 
-    returncode: int
-    stdout: str
-    stderr: str
+    __slots__ = ("returncode", "stderr", "stdout")
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
 
 
 def run_git(
@@ -131,12 +144,14 @@ def run_git(
 # -- repository ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class RepositoryPaths:
     """A repository's worktree top level and its common git dir."""
 
-    toplevel: Path
-    common_git_dir: Path
+    __slots__ = ("common_git_dir", "toplevel")
+
+    def __init__(self, toplevel: Path, common_git_dir: Path) -> None:
+        self.toplevel = toplevel
+        self.common_git_dir = common_git_dir
 
 
 def resolve_repository(repo: str | Path) -> RepositoryPaths:
@@ -245,17 +260,29 @@ def remote_branch_head(branch: str, *, cwd: Path) -> str | None:
 # -- worktrees -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class WorktreeRow:
     """One entry of `git worktree list --porcelain`."""
 
-    path: str
-    head: str | None
-    branch: str | None  # short name, without refs/heads/
-    bare: bool = False
-    detached: bool = False
-    locked: str | None = None
-    prunable: str | None = None
+    __slots__ = ("bare", "branch", "detached", "head", "locked", "path", "prunable")
+
+    def __init__(
+        self,
+        path: str,
+        head: str | None,
+        branch: str | None,  # short name, without refs/heads/
+        *,
+        bare: bool = False,
+        detached: bool = False,
+        locked: str | None = None,
+        prunable: str | None = None,
+    ) -> None:
+        self.path = path
+        self.head = head
+        self.branch = branch
+        self.bare = bare
+        self.detached = detached
+        self.locked = locked
+        self.prunable = prunable
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -419,14 +446,22 @@ def status_entries(worktree: Path, *, untracked: str = "normal") -> list[str]:
     return _porcelain_entries(result.stdout.split("\0"))
 
 
-@dataclass(frozen=True)
 class BranchStatus:
     """One `git status --porcelain --branch` against a chosen upstream."""
 
-    entries: list[str]  # XY path, as `status_entries`; `!!` entries only when asked for
-    branch: str  # what git printed for the branch ("HEAD (no branch)", "No commits yet on x")
-    upstream: str | None  # the upstream git compared against, as it printed it
-    counts: tuple[int, int] | None  # (ahead, behind) of the branch against that upstream
+    __slots__ = ("branch", "counts", "entries", "upstream")
+
+    def __init__(
+        self,
+        entries: list[str],  # XY path, as `status_entries`; `!!` entries only when asked for
+        branch: str,  # what git printed ("HEAD (no branch)", "No commits yet on x")
+        upstream: str | None,  # the upstream git compared against, as it printed it
+        counts: tuple[int, int] | None,  # (ahead, behind) of the branch against that upstream
+    ) -> None:
+        self.entries = entries
+        self.branch = branch
+        self.upstream = upstream
+        self.counts = counts
 
 
 def status_against(

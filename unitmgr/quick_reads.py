@@ -4,14 +4,24 @@ They are plain functions, free of Typer, so that `unitmgr/entry.py` can answer a
 line without building the Typer app (SPEC 7: start-up at most 5x `python -c pass`), and
 `unitmgr/cli.py` calls the very same functions for every other spelling. This module must not
 import typer, rich, github or git at module level.
+
+An empty registry (no record file at all) is answered here, from one `git rev-parse` and a
+directory listing: loading the views, the record types and `dataclasses` would cost more than
+the whole answer. The documents are the ones unitmgr/views/observe.py builds for no units, and
+the project config is still read (an invalid file is refused, as with units);
+tests/test_entry.py checks both paths give the same bytes.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from registry.errors import UsageError
 from registry.output import Rendered
+
+TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from unitmgr.git import RepositoryPaths
 
 
 def output_format(value: str) -> str:
@@ -32,11 +42,18 @@ def list_units(
     *, prs: bool, repo: str, lock_timeout: str, format_name: str
 ) -> dict[str, Any] | Rendered:
     lock_free(lock_timeout)
-    from unitmgr.views import observe
-    from unitmgr.workspace import Workspace
-
     fmt = output_format(format_name)
-    document = observe.list_units(Workspace.open(repo), with_pulls=prs)
+    paths, empty = _resolve(repo)
+    if empty and not prs:  # `--prs` still opens GitHub, and refuses as it would
+        from unitmgr.views.attention import stuck_seconds
+
+        stuck_seconds(paths)  # reads the config: an invalid one is refused here too
+        document: dict[str, Any] = {"ok": True, "repository": str(paths.toplevel), "units": []}
+    else:
+        from unitmgr.views import observe
+        from unitmgr.workspace import Workspace
+
+        document = observe.list_units(Workspace.at(paths), with_pulls=prs)
     if fmt == "table":
         from unitmgr.views import table
 
@@ -47,12 +64,40 @@ def list_units(
 def status_all(*, repo: str, lock_timeout: str, format_name: str) -> dict[str, Any] | Rendered:
     lock_free(lock_timeout)
     fmt = output_format(format_name)
-    from unitmgr.views import observe
-    from unitmgr.workspace import Workspace
+    paths, empty = _resolve(repo)
+    if empty:
+        import time
 
-    document = observe.status_all(Workspace.open(repo))
+        from registry.timeutil import iso_from_epoch
+        from unitmgr.views.attention import stuck_seconds
+
+        observed_at = iso_from_epoch(time.time(), milliseconds=True)
+        stuck_seconds(paths)  # reads the config: an invalid one is refused here too
+        document: dict[str, Any] = {
+            "ok": True,
+            "repository": str(paths.toplevel),
+            "observed_at": observed_at,
+            "units": [],
+            "overlaps": [],
+        }
+    else:
+        from unitmgr.views import observe
+        from unitmgr.workspace import Workspace
+
+        document = observe.status_all(Workspace.at(paths))
     if fmt == "table":
         from unitmgr.views import table
 
         return Rendered(table.status_all(document))
     return document
+
+
+def _resolve(repo: str) -> tuple[RepositoryPaths, bool]:
+    """The repository's paths, and whether its registry holds no record file at all (a missing
+    or non-git `repo` is refused here, as opening a workspace refuses it)."""
+    from registry import crashlog, layout
+    from unitmgr import git
+
+    paths = git.resolve_repository(repo)
+    crashlog.remember(layout.registry_root(paths.common_git_dir))  # as opening the registry does
+    return paths, not layout.unit_ids(layout.units_dir(paths.common_git_dir))

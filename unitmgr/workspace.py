@@ -22,7 +22,11 @@ class Workspace:
 
     @classmethod
     def open(cls, repo: str | Path) -> Workspace:
-        paths = git.resolve_repository(repo)
+        return cls.at(git.resolve_repository(repo))
+
+    @classmethod
+    def at(cls, paths: git.RepositoryPaths) -> Workspace:
+        """The workspace of a repository already resolved."""
         return cls(paths.toplevel, paths.common_git_dir, Registry(paths.common_git_dir))
 
     def read_record(self, unit_id: str) -> UnitRecord | None:

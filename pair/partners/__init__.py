@@ -8,10 +8,11 @@ the in-flight lock, budgets, kills, transcripts, receipts — is the supervisor'
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING
 
 from pair.errors import UsageError
 
+# typing's own flag would import typing; `unit list` checks partner names on its fast path.
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the adapter modules load only when a partner is actually used
     from pair.partners.base import Partner
 

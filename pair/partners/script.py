@@ -20,7 +20,7 @@ from pair.partners.base import (
     TurnOutput,
     TurnRequest,
 )
-from registry.processes import child_environment
+from registry.environment import child_environment
 
 NEEDS_MODEL = "the script partner needs --model '<command line>'"
 _PUNCTUATION = ";&|()<>"

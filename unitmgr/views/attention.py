@@ -13,11 +13,13 @@ recovery > failed > rate-limited > stuck > running > waiting-on-lead > idle.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from registry.timeutil import parse_iso, seconds_from_env
 
+TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
+    from unitmgr.git import RepositoryPaths
     from unitmgr.workspace import Workspace
 
 STUCK_MINUTES_DEFAULT = 10.0
@@ -29,7 +31,7 @@ FAILED_STATUSES = ("failed", "empty-reply", "hang-killed", "worker-lost", "cance
 NEEDS_LEAD = ("recovery", "failed", "rate-limited", "stuck", "waiting-on-lead")
 
 
-def stuck_seconds(workspace: Workspace | None = None) -> float:
+def stuck_seconds(workspace: Workspace | RepositoryPaths | None = None) -> float:
     """The stuck threshold in seconds: `UNITMGR_STUCK_MINUTES` when it is set to a positive
     number (an unset, bad or non-positive value is ignored, as for every `UNITMGR_*` duration),
     else the project config's `stuck_minutes` (SPEC 3.16; two `stat`s when there is no file),

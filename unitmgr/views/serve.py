@@ -22,6 +22,9 @@ One `WorktreeScanner` held for the process skips the git calls of unchanged work
 and documents are shared between requests for at most a second (`--prs` answers for a minute:
 GitHub's rate limit), so several open pages cost what one does. This module must not import the
 lifecycle or typer.
+
+Over ~400 lines because the server's guards (token, Host, bounded and symlink-free reads) must
+sit beside every endpoint they guard, in one reviewable place.
 """
 
 from __future__ import annotations
