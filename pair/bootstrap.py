@@ -3,6 +3,8 @@
 It is a read-only turn in the foreground of `init`, holding the in-flight marker (seq 0, kind
 `init`) so a concurrent or resumed init refuses and `pair clear` recovers a dead one. Its only
 purpose is a resumable session id; for Claude it also reads the model the CLI actually runs.
+Pair grants the lease, writes the prompt and judges the result here; the runner
+(`pair.runner.TurnRunner.bootstrap`) runs the partner, as it runs every other turn.
 Files: `transcripts/0000-init.log`, `-prompt.md`, `-reply.md`.
 """
 
@@ -13,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pair.environment import partner_environment
 from pair.errors import StateError
 from pair.models import Resolution, check_claude_family
 from pair.partners.base import Partner, TurnRequest
 from pair.paths import PairPaths
+from pair.runner import BootstrapTurn, TurnLease
 from pair.state import (
     BOOTSTRAP_KIND,
     Marker,
@@ -26,9 +28,8 @@ from pair.state import (
     load_session,
     release_owned_marker,
     save_session,
-    update_owned_marker,
 )
-from pair.turn import DEFAULT_BUDGET_MINUTES, Budgets, run_turn
+from pair.turn import DEFAULT_BUDGET_MINUTES
 from registry.atomic import write_text_atomic
 from registry.processes import ProcessIdentity, current_identity
 from registry.timeutil import iso_z
@@ -60,16 +61,12 @@ def bootstrap_prompt(*, lead: str, partner: str, root: str, role: str) -> str:
     )
 
 
-def run_bootstrap(
-    adapter: Partner,
-    session: Session,
-    resolution: Resolution,
-    paths: PairPaths,
-    *,
-    on_partner_start: Callable[[ProcessIdentity], None] | None = None,
-    idle_minutes: float = BOOTSTRAP_IDLE_MINUTES,
-    total_minutes: float = BOOTSTRAP_TOTAL_MINUTES,
-) -> tuple[Session, dict[str, Any]]:
+def grant_bootstrap(
+    paths: PairPaths, worktree: Path, *, idle_minutes: float, total_minutes: float
+) -> TurnLease:
+    """Take the in-flight marker for the bootstrap (seq 0, kind `init`): pair's lease, as
+    `pair.commands.send.grant_turn` is a turn's. Refuses `bootstrap-in-flight` while another
+    init holds it, and `pair-exists` when another init finished first."""
     token = uuid.uuid4().hex
 
     def build() -> Marker:
@@ -92,7 +89,7 @@ def run_bootstrap(
         )
 
     try:
-        acquire_marker(paths, build, Path(session.worktree))
+        acquire_marker(paths, build, worktree)
     except StateError as error:
         if error.code != "turn-in-flight":
             raise
@@ -101,35 +98,48 @@ def run_bootstrap(
             f"a bootstrap is in flight in {paths.state_dir} — wait for it to finish",
             detail=error.detail,
         ) from None
+    return TurnLease(epoch=0, token=token, write=False)
+
+
+def run_bootstrap(
+    adapter: Partner,
+    session: Session,
+    resolution: Resolution,
+    paths: PairPaths,
+    *,
+    on_partner_start: Callable[[ProcessIdentity], None] | None = None,
+    idle_minutes: float = BOOTSTRAP_IDLE_MINUTES,
+    total_minutes: float = BOOTSTRAP_TOTAL_MINUTES,
+) -> tuple[Session, dict[str, Any]]:
+    lease = grant_bootstrap(
+        paths, Path(session.worktree), idle_minutes=idle_minutes, total_minutes=total_minutes
+    )
     try:
         session, document = _bootstrap(
             adapter,
             session,
             resolution,
             paths,
-            token,
+            BootstrapTurn(
+                lease=lease,
+                request=bootstrap_request(adapter, session, resolution, paths),
+                idle_seconds=idle_minutes * 60,
+                total_seconds=total_minutes * 60,
+                partner_home=session.identity_home,
+            ),
             on_partner_start,
-            (idle_minutes, total_minutes),
         )
         save_session(paths, session)  # before the marker goes: no gap for a second init
         return session, document
     finally:
-        release_owned_marker(paths, token)
+        release_owned_marker(paths, lease.token)
 
 
-def _bootstrap(
-    adapter: Partner,
-    session: Session,
-    resolution: Resolution,
-    paths: PairPaths,
-    token: str,
-    on_partner_start: Callable[[ProcessIdentity], None] | None,
-    budgets: tuple[float, float],
-) -> tuple[Session, dict[str, Any]]:
-    idle_minutes, total_minutes = budgets
-    transcript = paths.turn_file(0, BOOTSTRAP_KIND, ".log")
+def bootstrap_request(
+    adapter: Partner, session: Session, resolution: Resolution, paths: PairPaths
+) -> TurnRequest:
+    """The bootstrap's command line, its prompt file written."""
     prompt_file = paths.turn_file(0, BOOTSTRAP_KIND, "-prompt.md")
-    reply_file = paths.turn_file(0, BOOTSTRAP_KIND, "-reply.md")
     preset = str(uuid.uuid4()) if adapter.name == "grok" else ""  # grok takes our session id
     write_text_atomic(
         prompt_file,
@@ -138,7 +148,7 @@ def _bootstrap(
         )
         + "\n",
     )
-    request = TurnRequest(
+    return TurnRequest(
         partner=session.partner,
         sid=preset,
         seq=0,
@@ -148,24 +158,25 @@ def _bootstrap(
         effort=session.effort,
         worktree=Path(session.worktree),
         prompt_file=prompt_file,
-        reply_file=reply_file,
+        reply_file=paths.turn_file(0, BOOTSTRAP_KIND, "-reply.md"),
         bootstrap=True,
         partner_bin=session.partner_bin,
     )
 
-    def started(identity: ProcessIdentity) -> None:
-        update_owned_marker(paths, token, partner=identity.to_json())
-        if on_partner_start is not None:
-            on_partner_start(identity)
 
-    result = run_turn(
-        adapter,
-        request,
-        transcript=transcript,
-        budgets=Budgets(idle_minutes * 60, total_minutes * 60, raise_with="pair init"),
-        environment=partner_environment(codex_home=session.identity_home),
-        on_partner_start=started,
-    )
+def _bootstrap(
+    adapter: Partner,
+    session: Session,
+    resolution: Resolution,
+    paths: PairPaths,
+    turn: BootstrapTurn,
+    on_partner_start: Callable[[ProcessIdentity], None] | None,
+) -> tuple[Session, dict[str, Any]]:
+    from pair.runner import runner_for
+
+    transcript = paths.transcript_file(0, BOOTSTRAP_KIND)
+    reply_file = turn.request.reply_file
+    result = runner_for(paths.state_dir).bootstrap(turn, on_partner_start=on_partner_start)
     binary = Path(session.partner_bin or adapter.binary_name).name
     outcome = result.outcome
     detail = {"transcript": str(transcript), "seconds": result.seconds}
@@ -181,7 +192,7 @@ def _bootstrap(
             f"{binary} {_failure(result.exit_code, outcome.reason)} during init — see {transcript}",
             detail=detail,
         )
-    sid = outcome.sid or preset
+    sid = outcome.sid or turn.request.sid
     if not sid:
         raise StateError(
             "no-session-id",

@@ -18,8 +18,9 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pair.errors import StateError
 from pair.launch import start_supervisor
@@ -27,12 +28,14 @@ from pair.paths import PairPaths
 from pair.runner import (
     DEFAULT_CANCEL_REASON,
     TRANSCRIPT_READ_BYTES,
+    BootstrapTurn,
     Liveness,
     Reaped,
     TranscriptChunk,
     TurnStart,
 )
 from pair.state import (
+    BOOTSTRAP_KIND,
     Marker,
     MarkerUnreadable,
     Session,
@@ -47,6 +50,9 @@ from pair.state import (
 from registry.atomic import remove_file, write_text_atomic
 from registry.processes import ProcessIdentity, group_members, is_alive, kill_tree
 from registry.timeutil import iso_z
+
+if TYPE_CHECKING:
+    from pair.turn import TurnResult
 
 POLL_SECONDS = 0.05
 CANCEL_GRACE_SECONDS = 5.0
@@ -64,6 +70,32 @@ class LocalRunner:
         # With the turn, before its supervisor can read it: the receipt names the base commit.
         update_owned_marker(self.paths, turn.lease.token, base_commit=turn.base_commit)
         return start_supervisor(self.paths, turn.worktree, turn.seq, turn.kind, turn.lease.token)
+
+    def bootstrap(
+        self,
+        turn: BootstrapTurn,
+        *,
+        on_partner_start: Callable[[ProcessIdentity], None] | None = None,
+    ) -> TurnResult:
+        # In this process, not under a supervisor: `init` waits for the session id anyway, and
+        # its caller (a unit's create) journals the partner as its own child (SPEC 8).
+        from pair.environment import partner_environment
+        from pair.partners import adapter_for
+        from pair.turn import Budgets, run_turn
+
+        def started(identity: ProcessIdentity) -> None:
+            update_owned_marker(self.paths, turn.lease.token, partner=identity.to_json())
+            if on_partner_start is not None:
+                on_partner_start(identity)
+
+        return run_turn(
+            adapter_for(turn.request.partner),
+            turn.request,
+            transcript=self.paths.transcript_file(turn.lease.epoch, BOOTSTRAP_KIND),
+            budgets=Budgets(turn.idle_seconds, turn.total_seconds, raise_with="pair init"),
+            environment=partner_environment(codex_home=turn.partner_home),
+            on_partner_start=started,
+        )
 
     def read_transcript(
         self, seq: int, kind: str, *, offset: int = 0, limit: int = TRANSCRIPT_READ_BYTES

@@ -22,7 +22,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pair.partners.base import TurnRequest
+    from pair.turn import TurnResult
+    from registry.processes import ProcessIdentity
 
 TRANSCRIPT_READ_BYTES = 1024 * 1024
 DEFAULT_CANCEL_REASON = "cancelled by the lead"  # what a cancel records when given no reason
@@ -56,6 +63,20 @@ class TurnStart:
     @property
     def seq(self) -> int:
         return self.lease.epoch
+
+
+@dataclass(frozen=True)
+class BootstrapTurn:
+    """`pair init`'s bootstrap for a streaming partner (SPEC 4.1): turn 0, kind `init`,
+    read-only, run in the caller's foreground under the lease `init` took (epoch 0) — `init`
+    waits for its session id, and `unit create` journals the partner's identity before anything
+    waits on it (SPEC 8). The prompt file is written before the runner is asked."""
+
+    lease: TurnLease
+    request: TurnRequest  # the partner's command line: prompt and reply files, model, preset sid
+    idle_seconds: float
+    total_seconds: float
+    partner_home: str | None  # the identity's home (CODEX_HOME for codex); None: the default
 
 
 @dataclass(frozen=True)
@@ -103,6 +124,20 @@ class TurnRunner(Protocol):
         running record `{ok, status: "running", seq, kind, supervisor_pid, partner_pid,
         transcript, prompt_file, reply_file, receipt_file}`) or, when it already ended, its
         receipt. A turn that cannot start releases the lease and raises `supervisor-failed`."""
+        ...
+
+    def bootstrap(
+        self,
+        turn: BootstrapTurn,
+        *,
+        on_partner_start: Callable[[ProcessIdentity], None] | None = None,
+    ) -> TurnResult:
+        """Run the bootstrap in the caller's foreground and return its result (the outcome
+        with the session id, the exit code, the seconds) once no process of it is left. The
+        partner's identity goes into the marker (under the lease's token) and to
+        `on_partner_start` before anything waits on it; the transcript is
+        `read_transcript(0, "init")`. The lease stays the caller's: it saves the session, then
+        releases the marker."""
         ...
 
     def read_transcript(
