@@ -36,6 +36,16 @@ def stamp(moment: _dt.datetime | None = None) -> str:
     return moment.strftime("%Y%m%dT%H%M%SZ")
 
 
+def ago(seconds: float) -> str:
+    """A duration for a person: `42s`, `17m`, `3h05m`."""
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
 def seconds_from_env(variable: str, default: float, *, allow_zero: bool = False) -> float:
     """A duration setting (`UNITMGR_*_TIMEOUT`): its value in seconds, else `default` when it is
     unset, unparseable, or not positive (zero allowed only with `allow_zero`)."""

@@ -13,7 +13,8 @@ import pytest
 from registry.dirwatch import DirectoryWatch
 from registry.timeutil import iso_from_epoch
 from tests.conftest import Sandbox
-from unitmgr.views.attention import derive, first_line, stuck_seconds
+from unitmgr.config import stuck_seconds
+from unitmgr.views.attention import derive, first_line
 from unitmgr.workspace import Workspace
 
 NOW = 1_800_000_000.0

@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from registry import layout
 from registry.errors import UsageError
+from registry.timeutil import seconds_from_env
 
 # `unit list` and `unit status --all` load the config even on an empty registry (an invalid file
 # is refused there too), within their start-up budget (SPEC 7): no typing, no dataclasses.
@@ -29,9 +30,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from unitmgr.git import RepositoryPaths
+    from unitmgr.workspace import Workspace
+
 REPOSITORY_FILE = ".unitmgr.toml"
 LOCAL_FILE = "config.toml"  # in <git-common-dir>/orchestrate/
 LIMIT_MAX = 100  # as the --max-active / --max-held flags (unitmgr/validation.py)
+STUCK_MINUTES_DEFAULT = 10.0
 
 # SPEC 3.15's event names, in its order.
 NOTIFY_EVENTS = (
@@ -158,6 +163,20 @@ class ProjectConfig:
             },
             "settings": settings,
         }
+
+
+def stuck_seconds(workspace: Workspace | RepositoryPaths | None = None) -> float:
+    """The stuck threshold in seconds: `UNITMGR_STUCK_MINUTES` when it is set to a positive
+    number (an unset, bad or non-positive value is ignored, as for every `UNITMGR_*` duration),
+    else the project config's `stuck_minutes` (SPEC 3.16; two `stat`s when there is no file),
+    else 10 minutes."""
+    minutes = seconds_from_env("UNITMGR_STUCK_MINUTES", 0.0)
+    if minutes > 0:
+        return minutes * 60
+    if workspace is None:
+        return STUCK_MINUTES_DEFAULT * 60
+    configured = load_config(workspace.toplevel, workspace.common_git_dir).value("stuck_minutes")
+    return float(configured) * 60
 
 
 def flag_or_config(flag: Any, config: ProjectConfig, key: str) -> Any:

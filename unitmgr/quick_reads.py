@@ -45,7 +45,7 @@ def list_units(
     fmt = output_format(format_name)
     paths, empty = _resolve(repo)
     if empty and not prs:  # `--prs` still opens GitHub, and refuses as it would
-        from unitmgr.views.attention import stuck_seconds
+        from unitmgr.config import stuck_seconds
 
         stuck_seconds(paths)  # reads the config: an invalid one is refused here too
         document: dict[str, Any] = {"ok": True, "repository": str(paths.toplevel), "units": []}
@@ -69,7 +69,7 @@ def status_all(*, repo: str, lock_timeout: str, format_name: str) -> dict[str, A
         import time
 
         from registry.timeutil import iso_from_epoch
-        from unitmgr.views.attention import stuck_seconds
+        from unitmgr.config import stuck_seconds
 
         observed_at = iso_from_epoch(time.time(), milliseconds=True)
         stuck_seconds(paths)  # reads the config: an invalid one is refused here too

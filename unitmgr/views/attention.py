@@ -13,38 +13,19 @@ recovery > failed > rate-limited > stuck > running > waiting-on-lead > idle.
 
 from __future__ import annotations
 
-from registry.timeutil import parse_iso, seconds_from_env
+from registry.timeutil import ago, parse_iso
 
 TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
 if TYPE_CHECKING:
     from typing import Any
 
-    from unitmgr.git import RepositoryPaths
-    from unitmgr.workspace import Workspace
 
-STUCK_MINUTES_DEFAULT = 10.0
 # A reply's first line as `why`: bounded, so a reply that is one long line stays one short line.
 WHY_CHARS = 200
 HEAD_CHARS = 4096
 FAILED_STATUSES = ("failed", "empty-reply", "hang-killed", "worker-lost", "cancelled")
 # The states `unit watch`'s banner names and that notify (SPEC 3.15) announces: the lead acts.
 NEEDS_LEAD = ("recovery", "failed", "rate-limited", "stuck", "waiting-on-lead")
-
-
-def stuck_seconds(workspace: Workspace | RepositoryPaths | None = None) -> float:
-    """The stuck threshold in seconds: `UNITMGR_STUCK_MINUTES` when it is set to a positive
-    number (an unset, bad or non-positive value is ignored, as for every `UNITMGR_*` duration),
-    else the project config's `stuck_minutes` (SPEC 3.16; two `stat`s when there is no file),
-    else 10 minutes."""
-    minutes = seconds_from_env("UNITMGR_STUCK_MINUTES", 0.0)
-    if minutes > 0:
-        return minutes * 60
-    if workspace is None:
-        return STUCK_MINUTES_DEFAULT * 60
-    from unitmgr.config import load_config
-
-    configured = load_config(workspace.toplevel, workspace.common_git_dir).value("stuck_minutes")
-    return float(configured) * 60
 
 
 def first_line(text: str | None) -> str:
@@ -54,16 +35,6 @@ def first_line(text: str | None) -> str:
         if line:
             return line if len(line) <= WHY_CHARS else line[: WHY_CHARS - 1] + "…"
     return ""
-
-
-def ago(seconds: float) -> str:
-    """A duration for a person: `42s`, `17m`, `3h05m`."""
-    seconds = max(0, int(seconds))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 def _epoch(text: str | None) -> float | None:

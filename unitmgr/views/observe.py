@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_from_epoch
-from unitmgr import baseline, git
+from unitmgr import baseline, config, git
 from unitmgr.steps import CREATE_PHASES
 from unitmgr.units import base_ref_of, first_turn_resend, pair_state
 from unitmgr.views import attention
@@ -276,7 +276,7 @@ def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, A
         forge = open_forge(workspace)
     scanned = workspace.registry.scan()
     rows = worktree_rows(workspace) if scanned else {}
-    now, stuck_after = time.time(), attention.stuck_seconds(workspace)
+    now, stuck_after = time.time(), config.stuck_seconds(workspace)
     units = []
     for entry in scanned:
         if isinstance(entry, UnreadableRecord):
@@ -380,7 +380,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
     """The `status --all` document; `scanner` (held by `unit watch`) reuses unchanged facts."""
     now = time.time()
     observed_at = iso_from_epoch(now, milliseconds=True)
-    stuck_after = attention.stuck_seconds(workspace)
+    stuck_after = config.stuck_seconds(workspace)
     entries = workspace.registry.scan()
     # An empty registry needs no `git worktree list`: nothing would be matched against it.
     rows = worktree_rows(workspace) if entries else {}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from registry.errors import StateError
 from registry.records import UnitRecord
-from unitmgr import git, validation
+from unitmgr import config, git, validation
 from unitmgr.forge_github import open_forge
 from unitmgr.views import attention
 from unitmgr.views.observe import describe, recovery, worktree_rows
@@ -87,7 +87,7 @@ class UnitStatus:
             recovery=needed,
             updated_at=record.updated_at,
             now=time.time(),
-            stuck_after=attention.stuck_seconds(self.workspace),
+            stuck_after=config.stuck_seconds(self.workspace),
         )
 
     def document(self, write_back: str | None, notice_seq: int | None) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from registry.dirwatch import DirectoryWatch
 from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_from_epoch, parse_iso
-from unitmgr import validation
+from unitmgr import config, validation
 from unitmgr.options import WaitOptions
 from unitmgr.units import pair_state
 from unitmgr.views import attention
@@ -194,5 +194,5 @@ def _attention(workspace: Workspace, record: UnitRecord, lifecycle: str) -> dict
         recovery=recovery(workspace, record, pair=pair),
         updated_at=record.updated_at,
         now=time.time(),
-        stuck_after=attention.stuck_seconds(workspace),
+        stuck_after=config.stuck_seconds(workspace),
     )

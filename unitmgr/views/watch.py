@@ -19,7 +19,7 @@ from typing import Any
 from registry.errors import UsageError
 from registry.output import Rendered
 from unitmgr.views import observe
-from unitmgr.views.attention import NEEDS_LEAD, ago
+from unitmgr.views.attention import NEEDS_LEAD
 from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace
 
@@ -38,7 +38,7 @@ STATE_STYLES = {
 
 
 def _age(since: str | None, observed_at: str) -> str:
-    from registry.timeutil import parse_iso
+    from registry.timeutil import ago, parse_iso
 
     if not since:
         return "?"
