@@ -2,7 +2,9 @@
 
 `turn-ended` for every turn, and `attention` when the turn leaves the unit waiting on someone:
 `waiting-on-lead` (a reply: the executor is idle until the lead answers), `failed` or
-`rate-limited` — the states SPEC 3.4 derives from the same receipt. The supervisor is already
+`rate-limited` — the states SPEC 3.4 derives from the same receipt — and, while a turn runs,
+`attention: stuck` once its partner has been quiet for the unit's stuck threshold
+(`StuckAlarm`). The supervisor is already
 detached, so it delivers here in-process, after the receipt is written and the marker released:
 no caller waits for it, and the next turn may start meanwhile.
 
@@ -13,7 +15,13 @@ handed, and never raises into the supervisor.
 from __future__ import annotations
 
 import sys
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import threading
+
+    from registry.notify import Target
 
 FAILED_STATUSES = ("failed", "empty-reply", "hang-killed", "worker-lost", "cancelled")
 
@@ -55,5 +63,64 @@ def announce_turn_end(notify: dict[str, Any] | None, receipt: dict[str, Any]) ->
         if attention is not None and target.settings.wants("attention"):
             document = delivery.payload(target, "attention", attention=attention, receipt=summary)
             delivery.deliver(target, document)
+    except Exception as error:  # a notification never costs the turn anything
+        print(f"notification failed: {type(error).__name__}: {error}", file=sys.stderr)
+
+
+class StuckAlarm:
+    """`attention: stuck` (SPEC 3.4, 3.15) for a turn whose partner has gone quiet.
+
+    The supervisor is the one process that sees the stream go quiet, so it announces it — once
+    per quiet stretch, not once per reader that notices. The session's target carries the
+    threshold (`stuck_seconds`, which unit derives as `status` does). Delivery runs in a thread
+    so the streaming loop never waits on a sink; `join` waits for it (each sink has its own
+    timeout) before the supervisor sweeps its descendants, which would kill a sink's process.
+    """
+
+    def __init__(self, target: Target, seconds: float, seq: int, kind: str) -> None:
+        self.target, self.seconds, self.seq, self.kind = target, seconds, seq, kind
+        self.deliveries: list[threading.Thread] = []
+
+    def ring(self, quiet_seconds: float) -> None:
+        import threading
+
+        from registry import notify as delivery
+        from registry.timeutil import ago, iso_from_epoch
+
+        attention = {
+            "state": "stuck",
+            "since": iso_from_epoch(time.time() - quiet_seconds),
+            "why": f"#{self.seq} {self.kind} no output for {ago(quiet_seconds)}",
+        }
+        document = delivery.payload(self.target, "attention", attention=attention)
+        thread = threading.Thread(
+            target=_deliver_quietly, args=(self.target, document), name="notify-stuck"
+        )
+        thread.start()
+        self.deliveries.append(thread)
+
+    def join(self) -> None:
+        for thread in self.deliveries:
+            thread.join()
+
+
+def stuck_alarm(notify: dict[str, Any] | None, seq: int, kind: str) -> StuckAlarm | None:
+    """The alarm for turn `seq`, when the session's target wants `attention` and names a
+    threshold; None otherwise (nothing imported)."""
+    if not notify or not notify.get("stuck_seconds"):
+        return None
+    from registry import notify as delivery
+
+    target = delivery.Target.from_json(notify)
+    if target is None or target.stuck_seconds is None or not target.settings.wants("attention"):
+        return None
+    return StuckAlarm(target, target.stuck_seconds, seq, kind)
+
+
+def _deliver_quietly(target: Target, document: dict[str, Any]) -> None:
+    from registry import notify as delivery
+
+    try:
+        delivery.deliver(target, document)
     except Exception as error:  # a notification never costs the turn anything
         print(f"notification failed: {type(error).__name__}: {error}", file=sys.stderr)

@@ -25,7 +25,7 @@ from typing import Any
 
 from pair import git as pair_git
 from pair.environment import partner_environment
-from pair.notify import announce_turn_end
+from pair.notify import announce_turn_end, stuck_alarm
 from pair.partners import adapter_for
 from pair.partners.base import TurnOutcome, TurnRequest
 from pair.paths import PairPaths
@@ -42,7 +42,14 @@ from pair.state import (
     save_session,
     update_owned_marker,
 )
-from pair.turn import DEFAULT_BUDGET_MINUTES, HEAVY_PROBE_SECONDS, Budgets, TurnResult, run_turn
+from pair.turn import (
+    DEFAULT_BUDGET_MINUTES,
+    HEAVY_PROBE_SECONDS,
+    Budgets,
+    QuietAlarm,
+    TurnResult,
+    run_turn,
+)
 from registry.atomic import write_text_atomic
 from registry.processes import ProcessIdentity, current_identity
 from registry.timeutil import iso_z, seconds_from_env
@@ -308,6 +315,7 @@ def run_and_account(
                 return str(current.cancel.get("reason") or SIGTERM_REASON)
         return SIGTERM_REASON
 
+    alarm = stuck_alarm(session.notify, seq, kind)
     try:
         adapter = adapter_for(session.partner)
         result = run_turn(
@@ -325,6 +333,7 @@ def run_and_account(
                 "UNITMGR_HEAVY_PROBE_SECONDS", HEAVY_PROBE_SECONDS
             ),
             stop_requested=stop_requested,
+            quiet_alarm=QuietAlarm(alarm.seconds, alarm.ring) if alarm else None,
         )
     except Exception as error:
         _print_traceback()
@@ -335,6 +344,8 @@ def run_and_account(
             command=[],
             partner=None,
         )
+    if alarm is not None:
+        alarm.join()  # a sink still running is this process's descendant: the sweep would kill it
     # Whatever the turn left running — in the partner's group, or escaped from it with setsid
     # and a double fork (reparented here, the subreaper) — dies with the turn.
     leftovers = [*result.leftovers, *sweep_descendants()]

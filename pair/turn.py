@@ -51,6 +51,17 @@ HEAVY_PROBE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
+class QuietAlarm:
+    """Rings once per quiet stretch: when the partner has written nothing for `seconds` (what
+    SPEC 3.4 calls `stuck`), with how long it has been quiet. Output re-arms it. It never ends
+    the turn (the idle budget does) and must not raise; it runs in the streaming loop, so it
+    must return at once."""
+
+    seconds: float
+    ring: Callable[[float], None]
+
+
+@dataclass(frozen=True)
 class Budgets:
     idle_seconds: float
     total_seconds: float
@@ -198,9 +209,11 @@ def run_turn(
     on_heavy_change: Callable[[dict[str, Any]], None] | None = None,
     heavy_probe_seconds: float = HEAVY_PROBE_SECONDS,
     stop_requested: Callable[[], str | None] | None = None,
+    quiet_alarm: QuietAlarm | None = None,
 ) -> TurnResult:
     """Run one turn. `stop_requested` is polled while the partner runs: a reason it returns
-    cancels the turn (the partner's tree is killed, the outcome is `cancelled`)."""
+    cancels the turn (the partner's tree is killed, the outcome is `cancelled`). `quiet_alarm`
+    rings when the partner goes quiet for its seconds (once per quiet stretch)."""
     started = time.monotonic()
     command = adapter.command(request)
     transcript_fd = os.open(
@@ -231,7 +244,7 @@ def run_turn(
                 on_partner_start(partner)
             heavy = HeavyQueue(process.pid, heavy_probe_seconds, on_heavy_change)
             stdout, hang_reason, cancel_reason = _stream(
-                process, transcript_fd, budgets, started, heavy, stop_requested
+                process, transcript_fd, budgets, started, heavy, stop_requested, quiet_alarm
             )
         except BaseException:
             # Interrupted (Ctrl-C during init, a failing callback): never leave it running.
@@ -340,6 +353,7 @@ def _stream(
     started: float,
     heavy: HeavyQueue,
     stop_requested: Callable[[], str | None] | None = None,
+    quiet_alarm: QuietAlarm | None = None,
 ) -> tuple[bytes, str | None, str | None]:
     """Copy the partner's output to the transcript until it exits, a budget runs out or the
     turn is cancelled.
@@ -351,6 +365,7 @@ def _stream(
     redactors = {"stdout": StreamRedactor(), "stderr": StreamRedactor()}
     kept = bytearray()
     last_output = time.monotonic()
+    rang = False  # the quiet alarm, for the current quiet stretch
     hang_reason: str | None = None
     cancel_reason: str | None = None
     exited_at: float | None = None
@@ -380,7 +395,7 @@ def _stream(
                     open_streams -= 1
                     _write_all(transcript_fd, redactors[name].flush())
                     continue
-                last_output = now
+                last_output, rang = now, False
                 if name == "stdout":
                     kept.extend(chunk)
                     del kept[:-STDOUT_KEEP_BYTES]
@@ -398,7 +413,10 @@ def _stream(
                 if cancel_reason:
                     break
             if heavy.poll(now):
-                last_output = now  # queued on the heavy slot: not idle, and not counted
+                last_output, rang = now, False  # queued on the heavy slot: not idle, not counted
+            if quiet_alarm is not None and not rang and now - last_output >= quiet_alarm.seconds:
+                rang = True
+                quiet_alarm.ring(now - last_output)
             elapsed = now - started - heavy.seconds(now)
             if now - last_output > budgets.idle_seconds:
                 hang_reason = (

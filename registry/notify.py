@@ -101,6 +101,8 @@ class Target:
     unit_id: str
     repository: str
     events_file: Path
+    # When a running turn counts as `stuck` (SPEC 3.4): its supervisor announces it then.
+    stuck_seconds: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +110,7 @@ class Target:
             "unit_id": self.unit_id,
             "repository": self.repository,
             "events_file": str(self.events_file),
+            "stuck_seconds": self.stuck_seconds,
         }
 
     @classmethod
@@ -125,7 +128,10 @@ class Target:
             return None
         if not isinstance(events_file, str) or not events_file:
             return None
-        return cls(settings, unit_id, repository, Path(events_file))
+        stuck = data.get("stuck_seconds")
+        if isinstance(stuck, bool) or not isinstance(stuck, (int, float)) or not stuck > 0:
+            stuck = None  # absent, or no number of seconds: no alarm
+        return cls(settings, unit_id, repository, Path(events_file), stuck)
 
 
 def receipt_summary(receipt: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -164,6 +165,48 @@ def test_a_batch_notifies_turn_ends_attention_and_lifecycle(
     assert dismantled.code == 0, dismantled.stdout
     wait_until(lambda: ("u1", "dismantled") in seen(received(httpserver)))
     wait_until(lambda: ("u1", "dismantled") in seen(lines(sink_file)))
+    assert not failures(sandbox.registry / "events.jsonl")
+
+
+def test_a_quiet_turn_is_announced_stuck_once_by_its_supervisor(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SPEC 3.15 `attention` on entering `stuck`: the supervisor sees the partner go quiet for
+    the unit's threshold (here 0.3 s) and tells the sinks once for that quiet stretch, before
+    the turn's end; a unit whose events leave out `attention` gets no alarm at all."""
+    monkeypatch.setenv("UNITMGR_STUCK_MINUTES", "0.005")
+    sink_file = sandbox.root / "sink.jsonl"
+    write_config(
+        sandbox,
+        command=f"cat >> {sink_file}; echo >> {sink_file}",
+        events=["attention", "turn-ended"],
+    )
+    quiet = "cat >/dev/null; echo working; sleep 1.5; echo done"  # one quiet stretch of 1.5 s
+    created = sandbox.create("u1", model=quiet)
+    assert created.code == 0, created.stdout
+
+    def events_of(unit_id: str) -> list[tuple[str, str | None]]:
+        return [
+            (line["event"], (line.get("attention") or {}).get("state"))
+            for line in lines(sink_file)
+            if line["unit_id"] == unit_id
+        ]
+
+    wait_until(lambda: ("attention", "waiting-on-lead") in events_of("u1"), timeout=60)
+    assert events_of("u1") == [
+        ("attention", "stuck"),  # five thresholds of silence, one announcement
+        ("turn-ended", None),
+        ("attention", "waiting-on-lead"),
+    ]
+    stuck = next(line for line in lines(sink_file) if line["attention"]["state"] == "stuck")
+    assert re.fullmatch(r"#\d+ task no output for \ds", stuck["attention"]["why"]), stuck
+    assert stuck["attention"]["since"] and stuck["repository"] == str(sandbox.repo)
+
+    write_config(sandbox, command=f"cat >> {sink_file}; echo >> {sink_file}", events=["turn-ended"])
+    other = sandbox.create("u2", model=quiet)
+    assert other.code == 0, other.stdout
+    wait_until(lambda: ("turn-ended", None) in events_of("u2"), timeout=60)
+    assert events_of("u2") == [("turn-ended", None)]
     assert not failures(sandbox.registry / "events.jsonl")
 
 

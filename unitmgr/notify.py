@@ -48,8 +48,15 @@ def target(workspace: Workspace, unit_id: str) -> Target | None:
     if found is None:
         return None
     from registry.notify import Target
+    from unitmgr.config import stuck_seconds
 
-    return Target(found, unit_id, str(workspace.toplevel), workspace.registry.events_file)
+    return Target(
+        found,
+        unit_id,
+        str(workspace.toplevel),
+        workspace.registry.events_file,
+        stuck_seconds=stuck_seconds(workspace),
+    )
 
 
 def session_target(workspace: Workspace, unit_id: str) -> dict[str, Any] | None:
