@@ -271,3 +271,42 @@ def test_unit_tells_held_merged_and_create_failed(
     assert (told["event"], told["unit_id"], told["code"]) == ("create-failed", "u2", failed["code"])
     assert told["reason"] == failed["reason"]
     assert len(received(httpserver)) == 3  # the rolled-back create never reached `created`
+
+
+def test_unit_tells_restaff_failed_and_dismantle_failed(
+    sandbox: Sandbox, fake_partners: Any, httpserver: Any
+) -> None:
+    """The two failure events no other test provokes through the CLI: a restaff whose new
+    partner gives no session id, a dismantle whose origin is gone. Each carries the failed
+    command's code and reason, and the next step the lead was given."""
+    from tests.test_create import PUSHING_MODEL
+    from tests.test_steering import env, restaff_args, working_unit
+
+    httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
+    write_config(
+        sandbox,
+        url=httpserver.url_for("/hook"),
+        events=["restaff-failed", "dismantle-failed"],
+    )
+
+    def told(event: str) -> dict[str, Any]:
+        found = wait_until(lambda: [d for d in received(httpserver) if d["event"] == event])
+        assert len(found) == 1, found
+        return found[0]
+
+    working_unit(sandbox, "u1")
+    restaff = sandbox.unit(*restaff_args(), env=env(FAKE_SCENARIO="no-session"))
+    assert restaff.code == 1 and restaff["code"] == "no-session-id", restaff.stdout
+    document = told("restaff-failed")
+    assert (document["unit_id"], document["code"]) == ("u1", "no-session-id")
+    assert document["reason"] == restaff["reason"] and document["next"] == restaff["next"]
+
+    working_unit(sandbox, "u2", model=PUSHING_MODEL)
+    assert sandbox.origin is not None
+    sandbox.origin.rename(sandbox.origin.with_name("origin-away.git"))  # the push must fail
+    dismantle = sandbox.unit("dismantle", "--unit", "u2", "--force", "u2")
+    assert dismantle.code == 1 and dismantle["detail"]["step"] == "remote-branch"
+    document = told("dismantle-failed")
+    assert (document["unit_id"], document["code"]) == ("u2", dismantle["code"])
+    assert document["reason"] == dismantle["reason"]
+    assert {d["event"] for d in received(httpserver)} == {"restaff-failed", "dismantle-failed"}

@@ -4,6 +4,7 @@ wrapped between words with shell line continuations, so the lines paste as the c
 from __future__ import annotations
 
 import os
+import re
 import shlex
 
 import pytest
@@ -63,3 +64,17 @@ def test_a_quoted_command_wraps_only_between_words(
     # A line runs over only to keep one word (the quoted model, the long path) whole.
     over = [line.strip().removesuffix(" \\") for line in lines if len(line) > width]
     assert over and all(len(shell_words(line)) == 1 for line in over)
+
+
+def test_a_unit_waiting_on_the_lead_gets_its_line_under_both_tables(sandbox: Sandbox) -> None:
+    """A person reading `--format table` sees who waits on them, as `unit watch`'s banner says
+    it: the state, how long (status, which has an observation time) and why."""
+    created = sandbox.create("u1", model="cat >/dev/null; echo ready for review")
+    assert created.code == 0, created.stdout
+    sandbox.wait_turn("u1")
+    status = sandbox.unit("status", "--all", "--format", "table")
+    assert status.code == 0
+    [line] = [line for line in status.stdout.splitlines() if line.startswith("! u1")]
+    assert re.fullmatch(r"! u1 waiting-on-lead \d+s: #1 task replied: ready for review", line)
+    listed = sandbox.unit("list", "--format", "table")
+    assert "! u1 waiting-on-lead: #1 task replied: ready for review" in listed.stdout.splitlines()

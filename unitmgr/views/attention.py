@@ -37,6 +37,24 @@ def first_line(text: str | None) -> str:
     return ""
 
 
+def age_at(since: str | None, observed_at: str) -> str:
+    """How long before `observed_at` the state began (`ago`), `?` when unknown."""
+    if not since:
+        return "?"
+    try:
+        return ago((parse_iso(observed_at) - parse_iso(since)).total_seconds())
+    except ValueError:
+        return "?"
+
+
+def waiting_on_you(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The units the lead must act on (SPEC 3.10), in the order `unit watch`'s banner and the
+    tables name them: the state to act on first, then the unit id."""
+    rank = {state: index for index, state in enumerate(NEEDS_LEAD)}
+    waiting = [unit for unit in units if (unit.get("attention") or {}).get("state") in rank]
+    return sorted(waiting, key=lambda unit: (rank[unit["attention"]["state"]], unit["unit_id"]))
+
+
 def _epoch(text: str | None) -> float | None:
     try:
         return parse_iso(text).timestamp() if text else None

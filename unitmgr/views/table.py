@@ -2,6 +2,8 @@
 
 A recovery command is never cut: it gets its own lines, wrapped between words to the terminal's
 width (at most 80) with shell line continuations, so copying the lines runs exactly the command.
+Under the rows, each unit waiting on the lead gets a line — its attention state, how long, why —
+in the order `unit watch` names them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import textwrap
 from typing import Any
 
 from registry import terminal
+from unitmgr.views.attention import age_at, waiting_on_you
 
 WIDTH = 80
 COMMAND_INDENT = "    "
@@ -71,6 +74,19 @@ def _recovery(unit: dict[str, Any]) -> str:
     )
 
 
+def _waiting(units: list[dict[str, Any]], observed_at: str | None) -> list[str]:
+    """A `! ...` line per unit waiting on the lead (SPEC 3.4), as `unit watch`'s banner names
+    them; a unit needing recovery has its own note, with the command, already."""
+    notes = []
+    for unit in waiting_on_you(units):
+        state = unit["attention"]
+        if state["state"] == "recovery":
+            continue
+        since = f" {age_at(state.get('since'), observed_at)}" if observed_at else ""
+        notes.append(_note(f"! {unit['unit_id']} {state['state']}{since}: {state.get('why')}"))
+    return notes
+
+
 def _rows(header: list[str], rows: list[list[str]], widths: list[int]) -> str:
     lines = ["  ".join(_cut(c, w).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
     for row in rows:
@@ -129,6 +145,7 @@ def status_all(document: dict[str, Any]) -> str:
         if (unit.get("recovery") or {}).get("needed"):
             notes.append(_recovery(unit))
     text = _rows(header, rows, widths) if rows else "no units"
+    notes += _waiting(document["units"], document.get("observed_at"))
     for overlap in document.get("overlaps", []):
         a, b = overlap["units"]
         notes.append(_note(f"! overlap {a} / {b}: " + ", ".join(overlap["files"][:3])))
@@ -155,6 +172,7 @@ def list_units(document: dict[str, Any]) -> str:
         if recovery.get("needed"):
             notes.append(_recovery(unit))
     text = _rows(header, rows, widths) if rows else "no units"
+    notes += _waiting(document["units"], None)
     return "\n".join([text, *notes]) + "\n"
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from registry.errors import UsageError
 from registry.output import Rendered
 from unitmgr.views import observe
-from unitmgr.views.attention import NEEDS_LEAD
+from unitmgr.views.attention import age_at, waiting_on_you
 from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace
 
@@ -37,24 +37,6 @@ STATE_STYLES = {
 }
 
 
-def _age(since: str | None, observed_at: str) -> str:
-    from registry.timeutil import ago, parse_iso
-
-    if not since:
-        return "?"
-    try:
-        return ago((parse_iso(observed_at) - parse_iso(since)).total_seconds())
-    except ValueError:
-        return "?"
-
-
-def waiting_on_you(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The units the lead must act on (SPEC 3.10), in the order the banner names them."""
-    rank = {state: index for index, state in enumerate(NEEDS_LEAD)}
-    waiting = [unit for unit in units if (unit.get("attention") or {}).get("state") in rank]
-    return sorted(waiting, key=lambda unit: (rank[unit["attention"]["state"]], unit["unit_id"]))
-
-
 def banner(document: dict[str, Any]) -> Any:
     """The top of the frame: every unit waiting on the lead with how long and why, each recovery
     command on its own line (folded, never cut); or "all quiet" when nobody waits."""
@@ -70,7 +52,7 @@ def banner(document: dict[str, Any]) -> Any:
         line.append(unit["unit_id"], style="bold")
         line.append("  ")
         line.append(state["state"], style=STATE_STYLES.get(state["state"], ""))
-        line.append(f" {_age(state.get('since'), document['observed_at'])}  ")
+        line.append(f" {age_at(state.get('since'), document['observed_at'])}  ")
         line.append(str(state.get("why") or ""))
         lines.append(line)
         command = (unit.get("recovery") or {}).get("command")
