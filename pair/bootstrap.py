@@ -227,6 +227,7 @@ def _bootstrap(
         "transcript": str(transcript),
         "reply_file": str(reply_file) if outcome.reply else None,
         "seconds": result.seconds,
+        "leftovers": result.leftovers,  # what the partner left running, killed (SPEC 8)
     }
 
 

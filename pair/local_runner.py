@@ -48,13 +48,21 @@ from pair.state import (
     write_marker,
 )
 from registry.atomic import remove_file, write_text_atomic
-from registry.processes import ProcessIdentity, group_members, is_alive, kill_tree
+from registry.processes import (
+    ProcessIdentity,
+    group_members,
+    is_alive,
+    kill_tree,
+    reap_processes_marked,
+)
 from registry.timeutil import iso_z
 
 if TYPE_CHECKING:
     from pair.turn import TurnResult
 
 POLL_SECONDS = 0.05
+# Set in a bootstrap partner's environment (the lease's token): what it leaves is found by it.
+TURN_TOKEN_VARIABLE = "PAIR_TURN_TOKEN"
 CANCEL_GRACE_SECONDS = 5.0
 # The supervisor's kill (SIGTERM, SIGKILL after 5 s), its sweep and its receipt, with slack.
 CANCEL_WAIT_SECONDS = 20.0
@@ -88,14 +96,25 @@ class LocalRunner:
             if on_partner_start is not None:
                 on_partner_start(identity)
 
-        return run_turn(
-            adapter_for(turn.request.partner),
-            turn.request,
-            transcript=self.paths.transcript_file(turn.lease.epoch, BOOTSTRAP_KIND),
-            budgets=Budgets(turn.idle_seconds, turn.total_seconds, raise_with="pair init"),
-            environment=partner_environment(codex_home=turn.partner_home),
-            on_partner_start=started,
-        )
+        # No subreaper here (the caller is `pair init` or `unit create`, whose other children
+        # are not the turn's): what the partner started and left — even through `setsid` and a
+        # double fork — is found by a variable only this turn's processes inherit (SPEC 8).
+        environment = partner_environment(codex_home=turn.partner_home)
+        environment[TURN_TOKEN_VARIABLE] = turn.lease.token
+        try:
+            result = run_turn(
+                adapter_for(turn.request.partner),
+                turn.request,
+                transcript=self.paths.transcript_file(turn.lease.epoch, BOOTSTRAP_KIND),
+                budgets=Budgets(turn.idle_seconds, turn.total_seconds, raise_with="pair init"),
+                environment=environment,
+                on_partner_start=started,
+            )
+        finally:
+            escaped = reap_processes_marked(TURN_TOKEN_VARIABLE, turn.lease.token)
+        known = {item.get("pid") for item in result.leftovers}
+        result.leftovers.extend(item for item in escaped if item["pid"] not in known)
+        return result
 
     def read_transcript(
         self, seq: int, kind: str, *, offset: int = 0, limit: int = TRANSCRIPT_READ_BYTES

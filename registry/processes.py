@@ -250,6 +250,38 @@ def reap_processes_under(root: str, *, grace_seconds: float = 5.0) -> dict[str, 
     return report
 
 
+def reap_processes_marked(
+    variable: str, value: str, *, grace_seconds: float = 2.0
+) -> list[dict[str, Any]]:
+    """SIGTERM, then SIGKILL, every process whose environment holds `variable=value`, and return
+    them as `[{pid, argv}]`.
+
+    A variable set in one child's environment is inherited by everything it starts — through
+    `setsid`, a double fork, a reparenting to pid 1 — so this finds what escaped that child's
+    group when no subreaper was there to catch it. Only processes whose environment this user
+    may read are seen; this process and its ancestors are spared.
+    """
+    import psutil
+
+    spared = {os.getpid(), *(parent.pid for parent in psutil.Process().parents())}
+    victims = []
+    for process in psutil.process_iter(["pid", "cmdline", "status"]):
+        try:
+            if process.pid in spared or process.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if process.environ().get(variable) == value:
+                victims.append(process)
+        except (psutil.Error, OSError):
+            continue
+    found = [{"pid": p.pid, "argv": (p.info.get("cmdline") or [])[:8]} for p in victims]
+    if victims:
+        _signal_all(victims, None, signal.SIGTERM)
+        alive = wait_gone(victims, timeout_seconds=grace_seconds)
+        _signal_all(alive, None, signal.SIGKILL)
+        wait_gone(alive, timeout_seconds=grace_seconds)
+    return found
+
+
 def _signal_all(processes: Any, pgid: int | None, signum: int) -> None:
     import psutil
 

@@ -12,6 +12,7 @@ Each turn's work is the shell script in its body: the pair's script partner runs
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import subprocess
@@ -191,11 +192,19 @@ def fresh_runner(request: pytest.FixtureRequest, sandbox: Sandbox) -> TurnRunner
 
 
 def test_a_bootstrap_runs_in_the_foreground_and_names_its_partner_first(
-    fresh_runner: TurnRunner, sandbox: Sandbox, fake_partners: Any
+    fresh_runner: TurnRunner,
+    sandbox: Sandbox,
+    fake_partners: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """`pair init`'s bootstrap (a streaming partner: the fake claude, in the real stream
     format): the partner is named before anything waits on it and is alive then, the call
-    returns once it is gone, with its session id, and the lease stays the caller's."""
+    returns once it is gone, with its session id, and the lease stays the caller's. What the
+    partner left running — here a double-forked `setsid` grandchild, no descendant of anything
+    the runner started any more — is killed and listed (SPEC 8: no orphan on any path)."""
+    seconds = str(random.randint(4100, 4899))  # a command line no other test has
+    monkeypatch.setenv("FAKE_SCENARIO", "orphan")
+    monkeypatch.setenv("FAKE_ORPHAN_SECONDS", seconds)
     runner, paths = fresh_runner, PairPaths(state_dir_for(sandbox.repo / ".git"))
     paths.transcripts_dir.mkdir(parents=True)
     lease = grant_bootstrap(paths, sandbox.repo, idle_minutes=1, total_minutes=2)
@@ -229,11 +238,18 @@ def test_a_bootstrap_runs_in_the_foreground_and_names_its_partner_first(
     assert not _alive(pid)  # it returns once the partner is gone
     assert result.status == "replied" and result.outcome.sid == "claude-session-1", result
     assert b'"session_id"' in runner.read_transcript(0, "init").data
+    assert [item["argv"] for item in result.leftovers] == [["sleep", seconds]], result.leftovers
+    assert not _sleeping(seconds)
     held = runner.probe(0)
     # The lease is still the caller's (it saves the session, then releases): its holder is us.
     assert held.held and held.pid == os.getpid(), held
     release_owned_marker(paths, lease.token)
     assert runner.probe(0) == Liveness(held=False, alive=False)
+
+
+def _sleeping(seconds: str) -> bool:
+    found = subprocess.run(["pgrep", "-f", f"^sleep {seconds}$"], capture_output=True)
+    return found.returncode == 0
 
 
 def _alive(pid: int) -> bool:

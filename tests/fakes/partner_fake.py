@@ -4,7 +4,8 @@ Installed by tests as executables named `claude`, `codex`, `cursor-agent`, `open
 and `agent-run`, each `main(<name>)`. Every run appends what it saw to `$FAKE_LOG` (argv, cwd,
 the prompt, lead markers present, CODEX_HOME). `$FAKE_SCENARIO` picks the behaviour:
 ok (default), empty, fail, is-error, cancelled, turn-failed, hang, rate-limited, no-session,
-heavy, fail-after-reply-file (codex: writes its `-o` reply file, then exits 3).
+heavy, orphan (leaves a double-forked `setsid sleep $FAKE_ORPHAN_SECONDS`),
+fail-after-reply-file (codex: writes its `-o` reply file, then exits 3).
 
 `replay:<file>` prints a recorded real transcript (`tests/fixtures/real/<file>`) and exits with
 the code the real CLI exited with (its `index.json`).
@@ -161,6 +162,11 @@ def before_reply(scenario: str) -> None:
         sys.stderr.flush()
     if scenario == "heavy":
         heavy_job()
+    if scenario == "orphan":
+        # A double-forked `setsid` grandchild: out of the partner's group and, once the
+        # subshell exits, no descendant of the partner either.
+        seconds = os.environ.get("FAKE_ORPHAN_SECONDS", "3371")
+        subprocess.run(["sh", "-c", f"(setsid sleep {seconds} >/dev/null 2>&1 &)"], check=True)
 
 
 def reply_text(scenario: str, name: str) -> str:
