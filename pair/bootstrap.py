@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pair.errors import StateError
+from pair.errors import StateError, UsageError
 from pair.models import Resolution, check_claude_family
 from pair.partners.base import Partner, TurnRequest
 from pair.paths import PairPaths
@@ -210,7 +210,7 @@ def _bootstrap(
         reported = outcome.extra.get("model")
         try:
             check_claude_family(resolution, reported if isinstance(reported, str) else None)
-        except Exception as error:
+        except UsageError as error:  # the family differs; anything else is a bug: it shows
             raise StateError(
                 "model-mismatch",
                 f"{error}; the bootstrap session {sid} exists in Claude's store but no pair was "

@@ -272,6 +272,22 @@ def test_dry_run_plans_and_writes_nothing(sandbox: Sandbox) -> None:
     assert refused.code == 1 and refused["code"] == "base-missing"
 
 
+def test_a_dry_run_refuses_as_the_create_would_when_two_checks_fail(sandbox: Sandbox) -> None:
+    """A request refused on two counts gets the same code from `--dry-run` as from the create
+    itself (SPEC 3.0): both run admission before the base and the base before the branch."""
+    assert sandbox.create("u1", max_active="1").code == 0
+    for extra in (["--dry-run"], []):
+        full_and_no_base = sandbox.create("u2", *extra, max_active="1", base="nope")
+        assert full_and_no_base.code == 1, full_and_no_base.stdout
+        assert full_and_no_base["code"] == "admission-paused", (extra, full_and_no_base.stdout)
+        assert full_and_no_base.document.get("dry_run") is (True if extra else None)
+    before = sandbox.snapshot()
+    dry = sandbox.create("u1", "--dry-run", max_active="1", scope="something else")
+    real = sandbox.create("u1", max_active="1", scope="something else")
+    assert (dry["code"], dry["detail"]) == (real["code"], real["detail"]), (dry.stdout, real.stdout)
+    assert sandbox.snapshot() == before
+
+
 def test_list_names_the_recovery_for_a_missing_worktree(sandbox: Sandbox) -> None:
     assert sandbox.create("u1").code == 0
     sandbox.wait_turn("u1")

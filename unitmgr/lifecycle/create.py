@@ -27,6 +27,7 @@ from registry.errors import (
 )
 from registry.locks import Deadline
 from registry.records import UnitRecord
+from registry.store import UnreadableRecord
 from unitmgr import admission, git, notify, validation
 from unitmgr.admission import Base, admit, check_conflicts, resolve_base
 from unitmgr.config import load_config
@@ -67,18 +68,32 @@ def run(repo: str, options: CreateOptions) -> dict[str, Any]:
     deadline = Deadline(request.lock_timeout)
     if existing is not None:
         return Builder.resume(workspace, request, deadline)
-    # Live PR state is read now (network, no lock); an advisory admission check refuses a full
-    # registry before any fetch or lock. The decision that counts is taken again under the
-    # registry lock (Phase B) from a fresh read of every record.
+    _, pulls, _, base = preflight(workspace, request, deadline)
+    return Builder.reserve_and_build(workspace, request, base, deadline, pulls)
+
+
+def preflight(
+    workspace: Workspace, request: Request, deadline: Deadline
+) -> tuple[
+    list[UnitRecord | UnreadableRecord],
+    dict[str, list[PullRequest]] | None,
+    dict[str, Any],
+    Base,
+]:
+    """The checks a new unit passes before any lock, in the one order a create and its dry run
+    share (so both refuse the same request with the same code): admission, the base, the branch
+    at origin. Live PR state is read here (network, no lock); this admission is advisory — it
+    refuses a full registry before any fetch or lock — and the decision that counts is taken
+    again under the registry lock (Phase B) from a fresh read of every record."""
     entries = workspace.registry.scan()
     pulls = admission.live_pr_state(open_forge(workspace), admission.refuse_unreadable(entries))
-    admit(entries, request, pulls)
+    capacity = admit(entries, request, pulls)
     base = resolve_base(workspace, request, deadline)
     if git.has_remote(workspace.toplevel) and git.remote_branch_head(
         request.branch, cwd=workspace.toplevel
     ):
         raise StateError("branch-exists", f"branch {request.branch} already exists at origin")
-    return Builder.reserve_and_build(workspace, request, base, deadline, pulls)
+    return entries, pulls, capacity, base
 
 
 def resumable(record: UnitRecord) -> bool:
@@ -98,20 +113,14 @@ def dry_run(
             raise StateError(
                 "unit-exists",
                 f"unit {existing.unit_id} already exists in phase {existing.lifecycle}",
-                detail={"dry_run": True},
+                detail={"lifecycle": existing.lifecycle},
             )
         compare_for_resume(existing, request)
         plan = Journal(workspace.registry, existing, "create").plan()
         return {"ok": True, "dry_run": True, "status": "resume", "plan": plan}
-    base = resolve_base(workspace, request, Deadline(0))
-    entries = workspace.registry.scan()
-    pulls = admission.live_pr_state(open_forge(workspace), admission.refuse_unreadable(entries))
-    capacity = admit(entries, request, pulls)
+    # Never waits for the fetch lock: a dry run that would wait says so at once.
+    entries, _, capacity, base = preflight(workspace, request, Deadline(0))
     check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
-    if git.has_remote(workspace.toplevel) and git.remote_branch_head(
-        request.branch, cwd=workspace.toplevel
-    ):
-        raise StateError("branch-exists", f"branch {request.branch} already exists at origin")
     details: dict[str, Any] = {
         "reserve": {"capacity": capacity},
         "worktree": {"path": str(request.worktree), "base_ref": base.ref, "base_sha": base.sha},
