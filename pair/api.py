@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pair.commands.shared import parse_minutes, paths_at, paths_for
     from pair.commands.status import read_status, status
     from pair.commands.wait import ended_receipt, wait
+    from pair.state import read_receipt
 
 # Where each command lives: a caller pays only for the modules of the commands it uses
 # (`unit status --all` reads status and imports no runner; `pair send` loads no `init`).
@@ -40,6 +41,7 @@ _MODULE_OF = {
     **dict.fromkeys(("parse_minutes", "paths_at", "paths_for"), "shared"),
     **dict.fromkeys(("read_status", "status"), "status"),
     **dict.fromkeys(("ended_receipt", "wait"), "wait"),
+    "read_receipt": "pair.state",  # a receipt file, read as every command reads it
 }
 
 
@@ -47,7 +49,8 @@ def __getattr__(name: str) -> Any:
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"pair.commands.{module}"), name)
+    full = module if "." in module else f"pair.commands.{module}"
+    value = getattr(importlib.import_module(full), name)
     globals()[name] = value  # once: the next lookup is a plain attribute
     return value
 
@@ -69,6 +72,7 @@ __all__ = [
     "parse_minutes",
     "paths_at",
     "paths_for",
+    "read_receipt",
     "read_status",
     "render_line",
     "resolve_model",

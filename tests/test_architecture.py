@@ -1,4 +1,4 @@
-"""Architecture rules the code must keep (SPEC 1; DEVELOPERS.md "Style")."""
+"""Architecture rules the code must keep (SPEC 1; references/architecture.md)."""
 
 from __future__ import annotations
 
@@ -71,6 +71,43 @@ def test_layers_import_only_downwards(layer: str) -> None:
             if name == forbidden or name.startswith(forbidden + ".")
         }
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+# The top of unitmgr: the Typer app, the console entry and the fast reads' bodies sit above the
+# commands and views (help_text renders the app for the stored pages); every other
+# `unitmgr/*.py` is a base module all layers build on.
+ABOVE_THE_BASE = {"cli.py", "entry.py", "quick_reads.py", "help_text.py"}
+
+
+def test_the_base_modules_import_no_layer_above() -> None:
+    above = ("unitmgr.views", "unitmgr.lifecycle", "unitmgr.commands", "unitmgr.cli", "typer")
+    for path in sorted((ROOT / "unitmgr").glob("*.py")):
+        if path.name in ABOVE_THE_BASE:
+            continue
+        bad = {
+            name
+            for name in imported_modules(path)
+            for forbidden in above
+            if name == forbidden or name.startswith(forbidden + ".")
+        }
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+# What unitmgr may use of pair (references/architecture.md): the library API and its paths,
+# the partner registry and its adapters, identity homes, the lead markers, the errors. The
+# state files, the commands and the runner machinery are pair's own.
+PAIR_SURFACE = ("pair.api", "pair.paths", "pair.partners", "pair.identity", "pair.environment")
+
+
+def test_unitmgr_uses_only_the_public_surface_of_pair() -> None:
+    for path in sorted((ROOT / "unitmgr").rglob("*.py")):
+        reached = {
+            name
+            for name in imported_modules(path)
+            if name.startswith("pair.") and not name.startswith(PAIR_SURFACE)
+        }
+        # `from pair.api import x` also names `pair.api.x`: the surface's own members.
+        assert not reached, f"{path.relative_to(ROOT)} imports {sorted(reached)}: ask pair.api"
 
 
 def test_the_plain_modules_import_no_command() -> None:
@@ -176,3 +213,18 @@ def test_a_long_module_says_why() -> None:
             if "400 lines" not in docstring:
                 unexplained.append(str(path.relative_to(ROOT)))
     assert unexplained == [], f"over {MODULE_LINES} lines with no reason given: {unexplained}"
+
+
+def test_every_module_is_on_the_plan() -> None:
+    """references/architecture.md names every module (the commands and the partner adapters
+    by their directory): a newcomer finds each one on the plan."""
+    plan = (ROOT / "references" / "architecture.md").read_text()
+    missing = [
+        str(path.relative_to(ROOT))
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path.name not in ("__init__.py", "__main__.py")
+        and path.parent.name not in ("commands", "partners")
+        and path.name not in plan
+    ]
+    assert missing == [], f"not on references/architecture.md's plan: {missing}"

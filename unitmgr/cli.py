@@ -64,7 +64,7 @@ def whole_app() -> typer.Typer:
 
 def app_for(arguments: Sequence[str]) -> typer.Typer:
     """Only the command the command line names (its module and nothing else: importing all
-    thirteen costs more than a bare Python start), else the whole app."""
+    of them costs more than a bare Python start), else the whole app."""
     first = arguments[0] if arguments else None
     return build([first]) if first in COMMANDS else whole_app()
 

@@ -12,7 +12,6 @@ import re
 import stat
 from pathlib import Path, PurePosixPath
 
-from pair.partners import LEADS, PARTNERS
 from registry.errors import UsageError
 
 UNIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
@@ -192,6 +191,7 @@ def staffing(
     effort-in-the-model) is the adapter's `validate_staffing`, which the caller runs next.
     """
     from pair.identity import IDENTITY_NAME  # not on the path of the lock-free commands
+    from pair.partners import LEADS, PARTNERS
 
     if lead not in LEADS:
         raise UsageError("unknown-lead", f"unknown lead {lead!r} — use one of {', '.join(LEADS)}")

@@ -96,7 +96,6 @@ def status_line(receipt: dict[str, Any]) -> str:
 
 def run(repo: str, options: TailOptions) -> Rendered:
     from pair import api as pair_api
-    from pair.state import read_receipt
 
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
@@ -116,7 +115,7 @@ def run(repo: str, options: TailOptions) -> Rendered:
         )
     printer = _Printer(turn.partner, raw=options.raw)
     while True:
-        receipt = read_receipt(turn.receipt)
+        receipt = pair_api.read_receipt(turn.receipt)
         printer.drain(turn.transcript, final=receipt is not None or not options.follow)
         if receipt is not None:
             return Rendered(status_line(receipt))
@@ -124,7 +123,7 @@ def run(repo: str, options: TailOptions) -> Rendered:
             return Rendered(f"[turn #{turn.seq} {turn.kind}: no receipt yet]")
         if not _still_running(state_dir, turn.seq):
             # The supervisor writes the receipt before it releases the marker: look once more.
-            receipt = read_receipt(turn.receipt)
+            receipt = pair_api.read_receipt(turn.receipt)
             printer.drain(turn.transcript, final=True)
             if receipt is not None:
                 return Rendered(status_line(receipt))

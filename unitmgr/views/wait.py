@@ -20,8 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pair.api import is_receipt, parse_minutes, paths_at
-from pair.state import read_receipt
+from pair.api import is_receipt, parse_minutes, paths_at, read_receipt
 from registry.dirwatch import DirectoryWatch
 from registry.errors import StateError, UsageError
 from registry.records import UnitRecord
