@@ -75,6 +75,8 @@ def run(repo: str, options: RestaffOptions) -> dict[str, Any]:
     target = _target(options)
     record = load(workspace, unit_id)
     if options.dry_run:
+        # As create's: a dry run starts no process but read-only git, so it skips the live model
+        # catalog below (a model the catalog cannot resolve is refused by the real restaff).
         resumed_from = _admit(record, target)
         plan = Journal(workspace.registry, record, "restaff").plan(resuming=bool(resumed_from))
         for entry in plan:
