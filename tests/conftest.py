@@ -410,6 +410,30 @@ def github(httpserver: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     return fake
 
 
+def git_waiting_for_the_first_receipt(sandbox: Sandbox, unit_id: str) -> dict[str, str]:
+    """An environment whose `git` is the real one, except that once the unit's first task was
+    sent, `git worktree list` (what create runs to describe the unit, right before it reports
+    the first turn) waits for that turn's receipt: the turn has ended by then, however busy the
+    machine is, so the test is about an already ended turn and never about a race."""
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True)
+    transcripts = sandbox.common_dir / "worktrees" / unit_id / "pair" / "transcripts"
+    tools = sandbox.root / "git-tools"
+    tools.mkdir()
+    wrapper = tools / "git"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1 $2" = "worktree list" ] && [ -e {transcripts}/0001-task-prompt.md ]; then\n'
+        "  tries=0\n"
+        f"  while [ ! -e {transcripts}/0001-task-receipt.json ] && [ $tries -lt 3000 ]; do\n"
+        "    sleep 0.02; tries=$((tries + 1))\n"
+        "  done\n"
+        "fi\n"
+        f'exec {real.stdout.strip()} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+
+
 def write_record(sandbox: Sandbox, unit_id: str, **fields: Any) -> None:
     """A minimal valid unit record, for tests about the registry rather than worktrees."""
     record = {

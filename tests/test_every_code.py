@@ -24,7 +24,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FakePartners, Result, Sandbox, git, run_cli, wait_until, write_record
+from tests.conftest import (
+    FakePartners,
+    Result,
+    Sandbox,
+    git,
+    git_waiting_for_the_first_receipt,
+    run_cli,
+    wait_until,
+    write_record,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = (ROOT / "references" / "json-output.md").read_text()
@@ -634,7 +643,12 @@ def background(e: Env, started: Path) -> Result:
 
 case("failed")(lambda e: (script_pair(e, "cat > /dev/null; echo oops >&2; exit 3"), send(e))[1])
 case("empty-reply")(lambda e: (script_pair(e, "cat > /dev/null"), send(e))[1])
-case("first-turn-failed")(lambda e: e.create(model="cat > /dev/null; exit 3"))
+case("first-turn-failed")(
+    lambda e: e.sandbox.unit(
+        *e.sandbox.create_args("u1", model="cat > /dev/null; exit 3"),
+        env=git_waiting_for_the_first_receipt(e.sandbox, "u1"),  # the turn has ended by then
+    )
+)
 
 
 @case("hang-killed")

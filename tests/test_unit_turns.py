@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FakePartners, Sandbox, git, gone, run_cli, wait_until
+from tests.conftest import (
+    FakePartners,
+    Sandbox,
+    git,
+    git_waiting_for_the_first_receipt,
+    gone,
+    run_cli,
+    wait_until,
+)
 
 GATE_MODEL = "cat >/dev/null; touch {started}; sleep 300"
 
@@ -74,7 +82,8 @@ def test_restaff_after_a_cancel(sandbox: Sandbox) -> None:
 
 
 def test_a_first_turn_that_already_failed_fails_the_create(sandbox: Sandbox) -> None:
-    result = sandbox.create("u1", model="cat >/dev/null; exit 3")
+    args = sandbox.create_args("u1", model="cat >/dev/null; exit 3")
+    result = sandbox.unit(*args, env=git_waiting_for_the_first_receipt(sandbox, "u1"))
     assert result.code == 1, result.stdout
     assert result["code"] == "first-turn-failed"
     receipt = result["detail"]["receipt"]
@@ -91,7 +100,8 @@ def test_a_first_turn_that_already_failed_fails_the_create(sandbox: Sandbox) -> 
 
 
 def test_a_first_turn_that_already_replied_is_in_the_output(sandbox: Sandbox) -> None:
-    result = sandbox.create("u1", model="cat >/dev/null; echo at once")
+    args = sandbox.create_args("u1", model="cat >/dev/null; echo at once")
+    result = sandbox.unit(*args, env=git_waiting_for_the_first_receipt(sandbox, "u1"))
     assert result.code == 0, result.stdout
     # Create returns once the partner started; a partner that exits at once has replied.
     assert result["first_turn"]["reply"] == "at once"
