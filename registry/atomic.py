@@ -110,14 +110,33 @@ def remove_file(path: Path) -> bool:
 
 
 def sweep_temp_files(directory: Path, *, older_than_seconds: float = 600.0) -> list[Path]:
-    """Remove `.*.tmp` leftovers of crashed writers (only ones old enough to be dead)."""
+    """Remove `.*.tmp` leftovers of crashed writers: those whose writer (the pid in the name,
+    `write_bytes_atomic`'s) is no longer alive, and any old enough that its writer must be dead
+    (a live pid may be another process by now)."""
     removed: list[Path] = []
     if not directory.is_dir():
         return removed
     cutoff = time.time() - older_than_seconds
     for candidate in directory.glob(f".*{TEMP_SUFFIX}"):
         with contextlib.suppress(OSError):
-            if candidate.stat().st_mtime < cutoff:
+            if not _writer_alive(candidate.name) or candidate.stat().st_mtime < cutoff:
                 candidate.unlink()
                 removed.append(candidate)
     return removed
+
+
+def _writer_alive(temp_name: str) -> bool:
+    """Whether the process that named this temp file may still be writing it."""
+    parts = temp_name[: -len(TEMP_SUFFIX)].rsplit(".", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return True  # not one of ours: only age removes it
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return True  # this process: a write in another thread may be under way
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True

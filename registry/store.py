@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from registry import crashlog, layout
-from registry.atomic import append_line, remove_file, write_text_atomic
+from registry.atomic import append_line, remove_file, sweep_temp_files, write_text_atomic
 from registry.locks import Deadline, FileLock
 from registry.records import (
     MAX_RECORD_BYTES,
@@ -134,8 +134,11 @@ class Registry:
         if not record.created_at:
             record.created_at = record.updated_at
         write_text_atomic(self.record_path(record.unit_id), encode_record(record))
+        sweep_temp_files(self.units_dir)  # a writer killed mid-write left its temp file
 
     def delete(self, unit_id: str) -> bool:
+        sweep_temp_files(self.units_dir)
+        sweep_temp_files(self.tasks_dir)
         return remove_file(self.record_path(unit_id))
 
     # -- locks -----------------------------------------------------------------------------

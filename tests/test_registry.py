@@ -184,3 +184,27 @@ def test_record_files_never_hold_tokens(tmp_path: Path, monkeypatch: pytest.Monk
     text = registry.record_path("u1").read_text()
     assert "ghs_secret" not in text and "me:pw" not in text
     assert os.stat(registry.record_path("u1")).st_mode & 0o077 == 0
+
+
+def test_a_dead_writers_temp_file_is_swept_and_a_live_ones_is_kept(tmp_path: Path) -> None:
+    """`sweep_temp_files` (registry/atomic.py): a `.NAME.PID.HEX.tmp` whose writer is gone is
+    garbage at once; a live writer's is kept until it is old; a stranger's name only by age."""
+    import os
+    import subprocess
+
+    from registry.atomic import sweep_temp_files
+
+    exited = subprocess.Popen(["true"])  # a pid that has just exited, and was reaped
+    exited.wait()
+    dead = tmp_path / f".u1.json.{exited.pid}.0a1b2c3d.tmp"
+    live = tmp_path / f".u2.json.{os.getppid()}.0a1b2c3d.tmp"
+    mine = tmp_path / f".u3.json.{os.getpid()}.0a1b2c3d.tmp"
+    stranger = tmp_path / ".notes.tmp"
+    for path in (dead, live, mine, stranger):
+        path.write_text("partial")
+    assert sweep_temp_files(tmp_path) == [dead]
+    old = 0.0  # the epoch: older than any cutoff
+    for path in (live, stranger):
+        os.utime(path, (old, old))
+    assert sorted(sweep_temp_files(tmp_path)) == sorted([live, stranger])
+    assert mine.exists()
