@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pair.commands.resolve import resolve_model
     from pair.commands.send import send
     from pair.commands.shared import parse_minutes, paths_at, paths_for
-    from pair.commands.status import read_status, status
+    from pair.commands.status import never_started, read_status, status
     from pair.commands.wait import ended_receipt, wait
     from pair.state import read_receipt
 
@@ -39,7 +39,7 @@ _MODULE_OF = {
     "resolve_model": "resolve",
     "send": "send",
     **dict.fromkeys(("parse_minutes", "paths_at", "paths_for"), "shared"),
-    **dict.fromkeys(("read_status", "status"), "status"),
+    **dict.fromkeys(("never_started", "read_status", "status"), "status"),
     **dict.fromkeys(("ended_receipt", "wait"), "wait"),
     "read_receipt": "pair.state",  # a receipt file, read as every command reads it
 }
@@ -69,6 +69,7 @@ __all__ = [
     "init",
     "is_log",
     "is_receipt",
+    "never_started",
     "parse_minutes",
     "paths_at",
     "paths_for",

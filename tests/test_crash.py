@@ -97,19 +97,23 @@ def assert_final(sandbox: Sandbox, command: str, result) -> None:
     assert unit["lifecycle"] == "working" and unit["journal"] == []
     receipt = sandbox.wait_turn("u1")
     assert receipt["status"] == "replied"
-    seq = sandbox.pair("status", repo=sandbox.worktree("u1"))["seq"]
+    # The turns that ran: a turn a killed `send` took but never started has no receipt (and is
+    # sent again, never adopted — test_a_turn_taken_but_never_started_is_sent_again_not_adopted).
+    transcripts = sandbox.common_dir / "worktrees" / "u1" / "pair" / "transcripts"
+    ran = sorted(path.name[:4] for path in transcripts.glob("*-receipt.json"))
+    assert int(ran[-1]) == receipt["seq"] == unit["pair"]["latest_seq"], (ran, receipt["seq"])
     if command == "create":
-        assert unit["pair"]["latest_seq"] == 1 and seq == 1  # never a second first task
+        assert len(ran) == 1  # never a second first task
         assert (sandbox.worktree("u1") / ".env").read_text() == "SECRET_PLACE=here\n"
     elif command == "restaff":
         assert unit["staffing"]["current"]["model"] == "cat > /dev/null; echo new executor"
         assert len(unit["staffing"]["history"]) == 1  # the checkpoint is pushed exactly once
-        assert seq == 1 and receipt["reply"] == "new executor"
+        assert len(ran) == 1 and receipt["reply"] == "new executor"
     else:
         manifest = (sandbox.registry / "tasks" / "u1.md").read_text()
         assert manifest.count("## Addendum — ") == 1  # never appended twice
         assert unit["pending_notice"] is None and len(unit["addenda"]) == 1
-        assert seq == 2  # exactly one notice turn
+        assert len(ran) == 2  # the first task, and exactly one notice turn
     assert sandbox.unit("list")["units"][0]["recovery"]["needed"] is False
     gone = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
     assert gone.code == 0, gone.stdout
@@ -296,10 +300,31 @@ def test_an_addendum_that_looks_like_an_option_resumes_from_its_recovery_command
     assert manifest.count("## Addendum — ") == 1 and manifest.rstrip().endswith(text)
 
 
-# Where a random kill lands: anywhere in a run of the command (an uncut create takes ~0.5-1 s
-# here, a dismantle ~0.3-0.6 s), so mid-step moments — inside `git worktree add`, between a
-# removal and its journal entry — are hit, not only the journal writes the hook stops at.
-RANDOM_KILL_WINDOW = {"create": 1.2, "dismantle": 0.8}
+# Where a random kill lands: anywhere in a run of the command (uncut, a create takes ~0.5-1 s
+# here, a restaff ~0.5-0.8 s, a dismantle ~0.3-0.6 s, an addendum ~0.3-0.5 s), so mid-step
+# moments — inside `git worktree add`, between a removal and its journal entry — are hit, not
+# only the journal writes the hook stops at.
+RANDOM_KILL_WINDOW = {"create": 1.2, "restaff": 1.0, "dismantle": 0.8, "addendum": 0.6}
+
+
+def finished(sandbox: Sandbox, command: str) -> bool:
+    """Whether a killed command had already done all its work (its journal cleared, its effect
+    in the record): a lead who repeats it then asks for it again — a second restaff or addendum
+    (SPEC 3.6 dedupes an addendum only while its notice is pending) or a refusal (create's
+    `unit-exists`, dismantle's `no-such-unit`) — so this test checks the state instead."""
+    path = sandbox.registry / "units" / "u1.json"
+    if command == "dismantle":
+        return not path.exists()
+    if not path.exists():
+        return False
+    record = json.loads(path.read_text())
+    if any(entry.get("command") == command for entry in record.get("journal", [])):
+        return False
+    if command == "create":
+        return bool(record.get("lifecycle") == "working")
+    if command == "restaff":
+        return bool((record.get("staffing") or {}).get("history"))
+    return len(record.get("addenda") or []) == 1
 
 
 @pytest.mark.slow
@@ -326,17 +351,94 @@ def test_a_command_killed_at_a_random_moment_resumes(
     finally:
         killer.cancel()
     where = f"seed {seed}: killed at {delay:.3f} s (exit {process.returncode})"
-    if process.returncode == -signal.SIGKILL:
-        result = run_cli("unit", *args, cwd=sandbox.repo)
-        if command == "create" and result.code == 1 and result["code"] == "unit-exists":
-            # Killed after its last step, as it printed: the unit is whole, and a repeat of a
-            # finished create says so (SPEC 3.3). Its state is what status reads.
-            assert result["detail"] == {"lifecycle": "working"}, where
-            result = sandbox.unit("status", "--unit", "u1")
-        if command == "dismantle" and result.code == 1 and result["code"] == "no-such-unit":
-            result = Result(0, {}, "", "")  # killed after the record went: nothing is left
-        assert result.code == 0, f"{where}; the repeat: {result.stdout}{result.stderr}"
-    else:  # it finished before the kill: still one document, and a whole unit
+    if process.returncode != -signal.SIGKILL:  # it finished first: one document, a whole unit
         assert process.returncode == 0, f"{where}: {stdout.decode()}{stderr.decode()}"
         result = Result(0, json.loads(stdout), stdout.decode(), stderr.decode())
-    assert_final(sandbox, command, result)
+    elif finished(sandbox, command):
+        result = (
+            Result(0, {}, "", "")
+            if command == "dismantle"
+            else sandbox.unit("status", "--unit", "u1")
+        )
+    else:
+        result = run_cli("unit", *args, cwd=sandbox.repo)
+    assert result.code == 0, f"{where}; then: {result.stdout}{result.stderr}"
+    try:
+        assert_final(sandbox, command, result)
+    except AssertionError as failure:
+        raise AssertionError(f"{where}: {failure}") from failure
+
+
+# A `send` killed between taking its turn and starting it: the seq advanced and the lock is held
+# by a process that is gone; no partner ever ran.
+TAKE_THE_TURN_AND_DIE = (
+    "import os, sys\n"
+    "from pair.commands.send import grant_turn\n"
+    "grant_turn(sys.argv[1], kind='task', body='never delivered', write=True)\n"
+    "os._exit(0)\n"
+)
+
+
+def test_a_turn_taken_but_never_started_is_sent_again_not_adopted(sandbox: Sandbox) -> None:
+    """An addendum killed inside its `notify` step, after pair took the turn and before the
+    turn started, left the seq advanced with nothing delivered. Its repeat must not adopt that
+    turn as the notice that was sent (the executor would never see the addendum): it releases
+    the dead lock and sends the notice. Create's first task and restaff's checkpoint adopt the
+    same way, through the same check (`pair.api.never_started`)."""
+    from pair import api as pair_api
+
+    args = prepare(sandbox, "addendum")
+    crashed = sandbox.unit(*args, env=crash_environment("addendum:notify:started"))
+    assert crashed.code == -signal.SIGKILL, crashed.stdout
+    worktree = sandbox.worktree("u1")
+    subprocess.run([sys.executable, "-c", TAKE_THE_TURN_AND_DIE, str(worktree)], check=True)
+    state_dir = sandbox.common_dir / "worktrees" / "u1" / "pair"
+    taken = pair_api.read_status(state_dir)
+    assert taken["seq"] == 2 and taken["in_flight"]["alive"] is False, taken
+    assert pair_api.never_started(taken)
+
+    repeated = run_cli("unit", *args, cwd=sandbox.repo)
+    assert repeated.code == 0 and repeated["status"] == "sent", repeated.stdout
+    assert repeated["notice_seq"] == 3
+    receipt = sandbox.wait_turn("u1")
+    assert receipt["seq"] == 3 and receipt["status"] == "replied", receipt
+    assert "Also greet in French." in Path(receipt["prompt_file"]).read_text()
+    assert not pair_api.never_started(pair_api.read_status(state_dir))
+
+
+def test_a_first_task_taken_but_never_started_is_sent_not_adopted(sandbox: Sandbox) -> None:
+    """The same for create's `first-task`: SPEC 3.3 adopts the turn an earlier attempt sent,
+    "never a second one" — but a turn that never started was never a first one."""
+    from pair import api as pair_api
+
+    args = prepare(sandbox, "create")
+    crashed = sandbox.unit(*args, env=crash_environment("create:first-task:started"))
+    assert crashed.code == -signal.SIGKILL, crashed.stdout
+    subprocess.run(
+        [sys.executable, "-c", TAKE_THE_TURN_AND_DIE, str(sandbox.worktree("u1"))], check=True
+    )
+    state_dir = sandbox.common_dir / "worktrees" / "u1" / "pair"
+    assert pair_api.never_started(pair_api.read_status(state_dir))
+    resumed = run_cli("unit", *args, cwd=sandbox.repo)
+    assert resumed.code == 0 and resumed["status"] == "resumed", resumed.stdout
+    receipt = sandbox.wait_turn("u1")
+    assert receipt["seq"] == 2 and receipt["status"] == "replied", receipt
+    assert "never delivered" not in Path(receipt["prompt_file"]).read_text()
+
+
+def test_a_worktree_step_cut_off_after_git_made_the_branch_resumes(sandbox: Sandbox) -> None:
+    """Killed inside `git worktree add`, after git wrote the branch and before the worktree was
+    registered: the resume finds the branch at the recorded base (the name was reserved by this
+    unit) and checks it out, rather than failing to create it again."""
+    args = prepare(sandbox, "create")
+    crashed = sandbox.unit(*args, env=crash_environment("create:worktree:started"))
+    assert crashed.code == -signal.SIGKILL, crashed.stdout
+    base_sha = sandbox.record("u1")["base_sha"]
+    git(sandbox.repo, "branch", "--no-track", "feat/u1", base_sha)  # what the killed git left
+    resumed = run_cli("unit", *args, cwd=sandbox.repo)
+    assert resumed.code == 0 and resumed["status"] == "resumed", resumed.stdout
+    assert git(sandbox.worktree("u1"), "rev-parse", "--abbrev-ref", "HEAD") == "feat/u1"
+    upstream = subprocess.run(
+        ["git", "config", "--get", "branch.feat/u1.merge"], cwd=sandbox.repo, capture_output=True
+    )
+    assert upstream.returncode == 1  # no upstream: the branch tracks nothing, as a new one

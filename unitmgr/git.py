@@ -327,11 +327,12 @@ def list_worktrees(*, cwd: Path) -> list[WorktreeRow]:
 
 
 def add_worktree(path: Path, *, branch: str, start: str, new_branch: bool, cwd: Path) -> None:
-    args = ["worktree", "add", "--no-track"]
+    """`git worktree add`: on a new branch at `start` (no upstream), or on an existing branch
+    (git refuses `--no-track` there: it only applies to a branch it creates)."""
     if new_branch:
-        args += ["-b", branch, str(path), start]
+        args = ["worktree", "add", "--no-track", "-b", branch, str(path), start]
     else:
-        args += [str(path), branch]
+        args = ["worktree", "add", str(path), branch]
     run_git(args, cwd=cwd, step="git worktree add")
 
 

@@ -84,6 +84,24 @@ def read_status(state_dir: str | Path) -> dict[str, Any]:
     }
 
 
+def never_started(view: dict[str, Any]) -> bool:
+    """Whether `read_status`'s latest turn was taken but never reached its partner: no receipt,
+    and either no marker at all (its start failed and let go) or one nobody alive holds that
+    names no partner — a `send` killed between taking the turn and starting it. Such a turn
+    delivered nothing: whoever adopts "the turn an earlier attempt sent" must send again."""
+    if not view.get("ok") or int(view.get("seq") or 0) < 1 or view.get("latest_receipt"):
+        return False
+    in_flight = view.get("in_flight")
+    if in_flight is None:
+        return True
+    return (
+        "unreadable" not in in_flight
+        and in_flight.get("seq") == view.get("seq")
+        and not in_flight.get("alive", True)
+        and in_flight.get("partner_pid") is None
+    )
+
+
 def _marker_view(marker: Marker) -> dict[str, Any]:
     partner = ProcessIdentity.from_json(marker.partner)
     supervisor = ProcessIdentity.from_json(marker.supervisor)

@@ -199,6 +199,11 @@ def notify(record: UnitRecord, journal: Journal) -> tuple[str, int | None]:
     # Adoption comes before the in-flight check: the turn in flight may be our own notice, sent
     # by an attempt killed before it could record it — queuing it again would send it twice.
     adopt = isinstance(seq_before, int) and seq_now > seq_before
+    if adopt and pair_api.never_started(status):
+        # That attempt took the turn and was killed before starting it: no notice reached the
+        # executor. Release the dead lock; the notice is sent now.
+        pair_api.clear_state(record.pair.state_dir)
+        adopt, in_flight = False, None
     if not adopt and in_flight and in_flight.get("alive", True):
         journal.skip("notify", "a turn is in flight: the notice waits for it")
         return "queued", None
