@@ -127,7 +127,10 @@ def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, part
     # that stops.
     seconds = random.randint(3100, 3899)  # a command line no other test has
     script = "hang-stream" if partner == "opencode" else f"hang-tool {seconds}"
-    hung = send(sandbox, f"MOCK:{script}", "--idle-min", "0.05")
+    # A hanging tool gets 6 s of silence: a CLI slowed by a busy machine must reach the tool
+    # (and start its grandchild) before the budget ends; a stopped stream needs no more than 3.
+    idle = "0.05" if partner == "opencode" else "0.1"
+    hung = send(sandbox, f"MOCK:{script}", "--idle-min", idle)
     assert hung["status"] == "hang-killed", hung.stdout
     assert hung["reason"].startswith("hang: no output for")
     assert gone(hung["partner_pid"])
