@@ -236,18 +236,10 @@ def reap_processes_under(root: str, *, grace_seconds: float = 5.0) -> dict[str, 
                 victims.append(process)
         except (psutil.Error, OSError):
             continue
-    report: dict[str, Any] = {
+    return {
         "processes": [{"pid": p.pid, "argv": (p.info.get("cmdline") or [])[:8]} for p in victims],
-        "killed": [],
+        "killed": [p.pid for p in _terminate(victims, grace_seconds)],
     }
-    if not victims:
-        return report
-    _signal_all(victims, None, signal.SIGTERM)
-    alive = wait_gone(victims, timeout_seconds=grace_seconds)
-    _signal_all(alive, None, signal.SIGKILL)
-    wait_gone(alive, timeout_seconds=grace_seconds)
-    report["killed"] = [p.pid for p in alive]
-    return report
 
 
 def reap_processes_marked(
@@ -274,12 +266,19 @@ def reap_processes_marked(
         except (psutil.Error, OSError):
             continue
     found = [{"pid": p.pid, "argv": (p.info.get("cmdline") or [])[:8]} for p in victims]
-    if victims:
-        _signal_all(victims, None, signal.SIGTERM)
-        alive = wait_gone(victims, timeout_seconds=grace_seconds)
-        _signal_all(alive, None, signal.SIGKILL)
-        wait_gone(alive, timeout_seconds=grace_seconds)
+    _terminate(victims, grace_seconds)
     return found
+
+
+def _terminate(victims: list[Any], grace_seconds: float) -> list[Any]:
+    """SIGTERM, then SIGKILL after `grace_seconds` for those still running; the latter."""
+    if not victims:
+        return []
+    _signal_all(victims, None, signal.SIGTERM)
+    alive = wait_gone(victims, timeout_seconds=grace_seconds)
+    _signal_all(alive, None, signal.SIGKILL)
+    wait_gone(alive, timeout_seconds=grace_seconds)
+    return alive
 
 
 def _signal_all(processes: Any, pgid: int | None, signum: int) -> None:

@@ -92,13 +92,12 @@ def send_or_adopt(record: UnitRecord, *, body: str, what: str) -> dict[str, Any]
     status = pair_api.read_status(str(record.pair.state_dir))
     if not status.get("ok"):
         raise StateError("pair-missing", f"cannot prove the pair: {status.get('reason')}")
+    in_flight = status.get("in_flight")
     if pair_api.never_started(status):
         # An earlier attempt took the turn and was killed before starting it: nothing reached
         # the partner, so there is nothing to adopt. Release its dead lock and send.
         pair_api.clear_state(str(record.pair.state_dir))
-        status = pair_api.read_status(str(record.pair.state_dir))
-    in_flight = status.get("in_flight")
-    if (status["seq"] >= 1 and not pair_api.never_started(status)) or in_flight:
+    elif status["seq"] >= 1 or in_flight:
         # Never a second first turn: the earlier attempt's turn is the one.
         record.pair.latest_seq = (in_flight or {}).get("seq") or status["seq"]
         receipt = status.get("latest_receipt") or {}
