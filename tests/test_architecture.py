@@ -96,7 +96,14 @@ def test_the_base_modules_import_no_layer_above() -> None:
 # What unitmgr may use of pair (references/architecture.md): the library API and its paths,
 # the partner registry and its adapters, identity homes, the lead markers, the errors. The
 # state files, the commands and the runner machinery are pair's own.
-PAIR_SURFACE = ("pair.api", "pair.paths", "pair.partners", "pair.identity", "pair.environment")
+PAIR_SURFACE = (
+    "pair.api",
+    "pair.paths",
+    "pair.partners",
+    "pair.identity",
+    "pair.environment",
+    "pair.gitconfig",
+)
 
 
 def test_unitmgr_uses_only_the_public_surface_of_pair() -> None:
