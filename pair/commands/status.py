@@ -69,6 +69,16 @@ def read_status(state_dir: str | Path) -> dict[str, Any]:
         in_flight = {"unreadable": str(paths.marker_file), "error": str(error)}
     else:
         in_flight = _marker_view(marker) if marker is not None else None
+    # Read the marker, then probed its processes: a supervisor that wrote its receipt and
+    # released the marker in between looks dead. A turn is lost only if, once its process is
+    # seen dead, it still has no receipt and still holds the marker (SPEC 3.4).
+    dead = marker is not None and in_flight is not None and not in_flight["alive"]
+    if dead and marker is not None and _ended_meanwhile(paths, marker):
+        try:
+            session = load_session(paths) or session  # the ended turn's seq and kind
+        except StateError:
+            pass
+        marker, in_flight = None, None
     seq, kind = session.seq, session.latest_kind
     receipt = None
     if seq >= 1 and kind:
@@ -82,6 +92,17 @@ def read_status(state_dir: str | Path) -> dict[str, Any]:
         "latest_receipt": receipt,
         "turn": _turn_view(paths, turn_seq, turn_kind),
     }
+
+
+def _ended_meanwhile(paths: PairPaths, marker: Marker) -> bool:
+    """Whether the turn `marker` named has ended normally since the marker was read."""
+    if marker.kind and read_receipt(paths.turn_file(marker.seq, marker.kind, "-receipt.json")):
+        return True
+    try:
+        again = read_marker(paths)
+    except MarkerUnreadable:
+        return False
+    return again is None or again.seq != marker.seq
 
 
 def never_started(view: dict[str, Any]) -> bool:

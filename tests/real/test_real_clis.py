@@ -159,6 +159,9 @@ def test_a_real_pair_turn_by_turn(sandbox: Sandbox, real_clis: ModelServer, part
     assert gone(started["partner_pid"])
     waited = sandbox.pair("wait", "--seq", str(started["seq"]), "--timeout-min", "1")
     assert waited["status"] == "cancelled"
+    # A cancelled receipt is a failure like any other: its code and the next step (SPEC 4.1).
+    for receipt in (cancelled["receipt"], waited.document):
+        assert receipt["code"] == "cancelled" and receipt["next"], receipt
     assert sandbox.pair("status")["in_flight"] is None
     assert sandbox.pair("end").code == 0
 
@@ -252,6 +255,7 @@ def test_unit_cancel_stops_a_real_turn_then_dismantle_proceeds(
     assert cancelled["status"] == "cancelled" and receipt["status"] == "cancelled"
     assert receipt["partner"] == "claude" and receipt["seq"] == in_flight["seq"]
     assert "the task was wrong" in receipt["reason"]
+    assert receipt["code"] == "cancelled" and receipt["next"], receipt
     # Nothing of the turn is left running once cancel returns.
     assert receipt["partner_pid"] == partner_pid
     assert gone(partner_pid) and gone(supervisor_pid)

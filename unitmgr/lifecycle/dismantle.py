@@ -37,7 +37,7 @@ from unitmgr.admission import merged_since_created
 from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
 from unitmgr.lifecycle.archive import archive_pair_state
-from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.journal import Journal, StepOutcome
 from unitmgr.lifecycle.pairing import end_proven_pair
 from unitmgr.lifecycle.runner import Handler, Step, StepRunner, dry_run_aware
 from unitmgr.options import DismantleOptions
@@ -309,35 +309,35 @@ class Dismantler:
         """What git proves right now (SPEC 2.5), asked afresh before every destructive step."""
         return Ownership(self.workspace, self.record, others_of(self.workspace, self.record))
 
-    def _end_pair(self, outcome: dict[str, Any]) -> None:
+    def _end_pair(self, outcome: StepOutcome) -> None:
         if end_proven_pair(self._ownership(), outcome, skipped="no pair session"):
             self.record.resources.pair = False
 
-    def _reap(self, outcome: dict[str, Any]) -> None:
+    def _reap(self, outcome: StepOutcome) -> None:
         ownership = self._ownership()
         report = ownership.reap(ownership.worktree())
         if report is None:
-            outcome["skipped"] = "worktree missing"
+            outcome.skip("worktree missing")
             return
         outcome["processes"] = report["processes"]
         if report["processes"]:
             outcome["killed"] = report["killed"]
 
-    def _archive(self, outcome: dict[str, Any]) -> None:
+    def _archive(self, outcome: StepOutcome) -> None:
         ownership = self._ownership()
         state_dir = ownership.pair_state_dir(ownership.worktree())
         if state_dir is None or not state_dir.is_dir():
-            outcome["skipped"] = "no pair state"
+            outcome.skip("no pair state")
             return
         archive = archive_pair_state(self.registry, self.record.unit_id, state_dir)
         self.record.archive = str(archive) if archive else None
         outcome["archive"] = self.record.archive
 
-    def _worktree(self, outcome: dict[str, Any]) -> None:
+    def _worktree(self, outcome: StepOutcome) -> None:
         record = self.record
         proven = self._ownership().worktree()
         if proven is None:
-            outcome["skipped"] = "worktree already gone"
+            outcome.skip("worktree already gone")
             record.resources.worktree = False
             return
         # A repeated dismantle whose `git worktree remove` was killed half-way finds the
@@ -358,13 +358,13 @@ class Dismantler:
         record.resources.worktree = False
         outcome["removed"] = proven.path
 
-    def _local_branch(self, outcome: dict[str, Any]) -> None:
+    def _local_branch(self, outcome: StepOutcome) -> None:
         record = self.record
         if not record.branch:
-            outcome["skipped"] = "no branch confirmed for this record"
+            outcome.skip("no branch confirmed for this record")
             return
         if not git.ref_exists(f"refs/heads/{record.branch}", cwd=self.cwd):
-            outcome["skipped"] = "no local branch"
+            outcome.skip("no local branch")
             record.resources.local_branch = False
             return
         self._ownership().branch()
@@ -372,17 +372,17 @@ class Dismantler:
         outcome["deleted"] = record.branch
         record.resources.local_branch = False
 
-    def _remote_branch(self, outcome: dict[str, Any]) -> None:
+    def _remote_branch(self, outcome: StepOutcome) -> None:
         record = self.record
         if not record.branch:
-            outcome["skipped"] = "no branch confirmed for this record"
+            outcome.skip("no branch confirmed for this record")
             return
         if not git.has_remote(self.cwd):
-            outcome["skipped"] = "no origin"
+            outcome.skip("no origin")
             return
         current = git.remote_branch_head(record.branch, cwd=self.cwd)
         if current is None:
-            outcome["skipped"] = "no remote branch"
+            outcome.skip("no remote branch")
             return
         self._ownership().branch()
         abandoned = record.abandoned
@@ -393,7 +393,7 @@ class Dismantler:
             abandoned["recover_with"] = recover_with(record.branch, abandoned)
         lease = self._lease()
         if lease is None:
-            outcome["skipped"] = (
+            outcome.skip(
                 f"no lease: origin/{record.branch} is at {current} and no proved head was "
                 "recorded to compare it with"
             )
@@ -404,7 +404,7 @@ class Dismantler:
             else git.delete_remote_branch(record.branch, expected_sha=lease, cwd=self.cwd)
         )
         if moved is not None:
-            outcome["skipped"] = f"remote moved from {lease} to {moved}"
+            outcome.skip(f"remote moved from {lease} to {moved}")
             if record.abandoned is not None:
                 # The remote branch stays: only the local one needs bringing back.
                 kept = {**record.abandoned, "remote_head": None}
@@ -421,10 +421,10 @@ class Dismantler:
         head = (self.record.pr or {}).get("head_sha")
         return head if isinstance(head, str) and head else None
 
-    def _manifest(self, outcome: dict[str, Any]) -> None:
+    def _manifest(self, outcome: StepOutcome) -> None:
         path = self.registry.manifest_path(self.record.unit_id)
         if remove_file(path):
             outcome["deleted"] = str(path)
         else:
-            outcome["skipped"] = "no manifest"
+            outcome.skip("no manifest")
         self.record.resources.task_file = False

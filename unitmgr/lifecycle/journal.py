@@ -34,6 +34,23 @@ def _crash_hook(command: str, step: str, status: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+class StepOutcome(dict[str, Any]):
+    """What a step found, journaled as its `done` (or `skipped`) entry's detail.
+
+    Only the step decides that it was skipped, by calling `skip(reason)`: a key that happens to
+    be named `skipped` (copy-files lists the files it left out under that name) never turns a
+    step that acted into a skipped one.
+    """
+
+    skipped_reason: str | None = None
+
+    def skip(self, reason: str) -> None:
+        """This step found nothing to do: journal it `skipped`, with `detail.skipped = reason`
+        (SPEC 3.0: a skipped dismantle step carries the reason there)."""
+        self.skipped_reason = reason
+        self["skipped"] = reason
+
+
 class Journal:
     """The journal of one command over one record."""
 
@@ -115,13 +132,13 @@ class Journal:
             self.registry.write(self.record)
 
     @contextmanager
-    def step(self, step: str, detail: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    def step(self, step: str, detail: dict[str, Any] | None = None) -> Iterator[StepOutcome]:
         """Journal `step` as started, run the body, then journal done (or failed and re-raise).
 
         The body may fill the yielded dict; it becomes the `done` entry's detail.
         """
         self.write(step, "started", detail)
-        outcome: dict[str, Any] = {}
+        outcome = StepOutcome()
         try:
             yield outcome
         except ToolError as error:
@@ -131,8 +148,8 @@ class Journal:
             if isinstance(error, Exception):
                 self.write(step, "failed", {"code": "internal", "reason": str(error)})
             raise
-        # A step that found nothing to do says why in `skipped` (SPEC 3.0 dismantle output).
-        self.write(step, "skipped" if "skipped" in outcome else "done", outcome or None)
+        skipped = outcome.skipped_reason is not None
+        self.write(step, "skipped" if skipped else "done", dict(outcome) or None)
 
     def skip(self, step: str, reason: str) -> None:
         self.write(step, "skipped", {"skipped": reason})

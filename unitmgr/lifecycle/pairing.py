@@ -11,7 +11,7 @@ from pair import api as pair_api
 from registry.errors import StateError
 from registry.output import progress
 from registry.records import PairRef, Staffing, UnitRecord
-from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.journal import Journal, StepOutcome
 from unitmgr.ownership import Ownership
 from unitmgr.units import first_turn_resend
 
@@ -145,14 +145,14 @@ def report_first_turn(document: dict[str, Any], record: UnitRecord) -> None:
     )
 
 
-def end_proven_pair(ownership: Ownership, outcome: dict[str, Any], *, skipped: str) -> bool:
+def end_proven_pair(ownership: Ownership, outcome: StepOutcome, *, skipped: str) -> bool:
     """End the pair session of the worktree git proves is the unit's (SPEC 2.5: ending a pair is
     destructive, so never a state dir the record merely names). Fills `outcome` (`ended`,
     `cleared`, or `skipped`); returns whether a session was ended."""
     state_dir = ownership.pair_state_dir(ownership.worktree())
     closed = pair_api.close_state(state_dir) if state_dir is not None else {}
     if not closed.get("ended_dir"):
-        outcome["skipped"] = skipped
+        outcome.skip(skipped)
         return False
     if closed["cleared"]:
         outcome["cleared"] = closed["cleared"]

@@ -22,7 +22,7 @@ from registry.errors import RetryableError, StateError, ToolError
 from registry.records import Staffing, UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, notify, validation
-from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.journal import Journal, StepOutcome
 from unitmgr.lifecycle.pairing import end_proven_pair, init_pair, send_or_adopt, verify_pair
 from unitmgr.lifecycle.runner import StepRunner, dry_run_aware
 from unitmgr.options import RestaffOptions
@@ -269,7 +269,7 @@ class Restaffer:
         )
         outcome["checkpoint"] = checkpoint
 
-    def _end_old(self, outcome: dict[str, Any]) -> None:
+    def _end_old(self, outcome: StepOutcome) -> None:
         ownership = Ownership(self.workspace, self.record, others_of(self.workspace, self.record))
         end_proven_pair(ownership, outcome, skipped="no old pair session")
 

@@ -29,9 +29,9 @@ from typing import Any, Protocol, TypeVar
 
 from registry.errors import StateError, ToolError, marking_dry_run
 from registry.redact import redact
-from unitmgr.lifecycle.journal import Journal
+from unitmgr.lifecycle.journal import Journal, StepOutcome
 
-Handler = Callable[[dict[str, Any]], None]
+Handler = Callable[[StepOutcome], None]
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class StepRunner:
                     before(name)
                 if step.journals_itself:
                     assert step.handler is not None
-                    step.handler({})
+                    step.handler(StepOutcome())
                     continue
                 with self.journal.step(name, step.started) as outcome:
                     if step.handler is not None:

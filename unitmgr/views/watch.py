@@ -19,7 +19,7 @@ from typing import Any
 from registry.errors import UsageError
 from registry.output import Rendered
 from unitmgr.views import observe
-from unitmgr.views.attention import age_at, waiting_on_you
+from unitmgr.views.attention import NEEDS_LEAD, age_at, waiting_on_you
 from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace
 
@@ -62,8 +62,13 @@ def banner(document: dict[str, Any]) -> Any:
 
 
 def attention(unit: dict[str, Any]) -> list[tuple[str, str]]:
-    """(style, text) for everything about this unit a person should look at."""
+    """(style, text) for everything about this unit a person should look at: first its
+    attention state when the lead must act (the one the banner names, from the one attention
+    function), then the details behind it."""
     notes: list[tuple[str, str]] = []
+    state = (unit.get("attention") or {}).get("state")
+    if state in NEEDS_LEAD:
+        notes.append((STATE_STYLES.get(state, "bold"), state))
     recovery = unit.get("recovery") or {}
     if recovery.get("needed"):
         notes.append(("bold red", f"recover: {recovery.get('why')}"))
@@ -98,6 +103,14 @@ def attention(unit: dict[str, Any]) -> list[tuple[str, str]]:
     if unit.get("error"):
         notes.append(("red", "error recorded"))
     return notes
+
+
+def _calm(unit: dict[str, Any]) -> Any:
+    """A unit nobody needs to look at: its attention state as it is (running, idle, busy)."""
+    from rich.text import Text
+
+    state = (unit.get("attention") or {}).get("state") or "ok"
+    return Text(str(state), style=STATE_STYLES.get(state, "green"))
 
 
 def _turn(pair: dict[str, Any]) -> str:
@@ -166,7 +179,7 @@ def frame(document: dict[str, Any]) -> Any:
             ),
             Text("; ").join(Text(text, style=style) for style, text in notes)
             if notes
-            else Text("ok", style="green"),
+            else _calm(unit),
         )
     parts: list[Any] = [banner(document), title, table]
     for overlap in document.get("overlaps", []):

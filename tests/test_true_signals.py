@@ -1,0 +1,91 @@
+"""Signals that must stay true (issue 21, "small lies"): a step's status is the step's own
+decision, a turn that ends normally is never read as lost, and watch's table agrees with its
+banner (SPEC 3.4: one attention function)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pair.api import read_status
+from tests.conftest import Sandbox, git
+
+
+def events(sandbox: Sandbox) -> list[dict[str, Any]]:
+    lines = (sandbox.registry / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def test_copy_files_that_copied_a_file_is_done_even_when_it_left_one_out(
+    sandbox: Sandbox,
+) -> None:
+    (sandbox.repo / ".gitignore").write_text(".env\n")
+    (sandbox.repo / ".unitmgr.toml").write_text('copy = [".env", ".env.local"]\n')
+    git(sandbox.repo, "add", ".gitignore", ".unitmgr.toml")
+    git(sandbox.repo, "commit", "-qm", "config")
+    git(sandbox.repo, "push", "-q", "origin", "main")
+    (sandbox.repo / ".env").write_text("LOCAL=1\n")
+    created = sandbox.create("u1")
+    assert created.code == 0, created.stdout
+    ended = [
+        event
+        for event in events(sandbox)
+        if event.get("step") == "copy-files" and event["status"] != "started"
+    ]
+    assert len(ended) == 1
+    assert ended[0]["status"] == "done", ended[0]  # it copied .env: not "skipped"
+    assert ended[0]["detail"]["copied"] == [".env"]
+    assert [item["path"] for item in ended[0]["detail"]["skipped"]] == [".env.local"]
+
+
+def test_a_turn_whose_supervisor_left_after_its_receipt_is_not_lost(sandbox: Sandbox) -> None:
+    """The race of `pair status`: it read the marker, then found the supervisor gone. The
+    supervisor had written its receipt first; the turn ended normally."""
+    assert sandbox.create("u1").code == 0
+    receipt = sandbox.wait_turn("u1")
+    assert receipt["status"] == "replied"
+    state_dir = Path(sandbox.record("u1")["pair"]["state_dir"])
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    # The marker as a supervisor leaves it just before it releases it: its own identity, dead.
+    (state_dir / "in-flight.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "seq": receipt["seq"],
+                "kind": receipt["kind"],
+                "owner_token": "t" * 32,
+                "started_at": receipt["started_at"],
+                "supervisor": {"pid": dead.pid, "create_time": 1.0},
+            }
+        )
+    )
+    view = read_status(state_dir)
+    assert view["in_flight"] is None, view["in_flight"]
+    assert view["latest_receipt"]["status"] == "replied"
+    everything = sandbox.unit("status", "--all")
+    (unit,) = everything["units"]
+    assert unit["attention"]["state"] == "waiting-on-lead", unit["attention"]
+
+
+def test_watch_table_names_the_state_its_banner_lists(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1").code == 0
+    sandbox.wait_turn("u1")
+    frame = sandbox.unit("watch", "--once")
+    assert frame.stdout.startswith("Waiting on you (1):"), frame.stdout
+    (row,) = [line for line in frame.stdout.splitlines() if line.startswith("│ u1")]
+    assert "waiting-on-lead" in row and " ok " not in row, row
+
+
+def test_a_cancelled_receipt_carries_code_and_next(sandbox: Sandbox) -> None:
+    gate = sandbox.root / "gate"
+    hang = f"cat > /dev/null; while [ ! -f {gate} ]; do sleep 0.05; done; echo late"
+    assert sandbox.create("u1", model=hang).code == 0
+    cancelled = sandbox.unit("cancel", "--unit", "u1", "--reason", "wrong task")
+    assert cancelled.code == 0, cancelled.stdout
+    for receipt in (cancelled["receipt"], sandbox.wait_turn("u1")):
+        assert receipt["status"] == "cancelled" and receipt["ok"] is False
+        assert receipt["code"] == "cancelled", receipt
+        assert receipt["next"], receipt
