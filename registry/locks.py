@@ -19,6 +19,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -69,8 +70,15 @@ class Holder:
 def read_holder(path: Path) -> Holder | None:
     try:
         text = path.read_text(encoding="utf-8").strip()
-        data = json.loads(text.splitlines()[0]) if text else None
-    except (OSError, ValueError, IndexError):
+    except OSError:
+        return None
+    return _holder_from(text.splitlines()[0] if text else "")
+
+
+def _holder_from(line: str) -> Holder | None:
+    try:
+        data = json.loads(line) if line else None
+    except ValueError:
         return None
     if not isinstance(data, dict):
         return None
@@ -97,6 +105,44 @@ def describe_holder(path: Path) -> tuple[str, dict[str, Any] | None]:
     except ValueError:
         held = 0
     return f"{holder.command} (pid {holder.pid}) has held it for {max(0, held)}s", holder.to_json()
+
+
+HOLDER_BYTES = 4096  # one JSON line; a larger (or planted) lock file is not read further
+
+
+def held_by(path: Path) -> dict[str, Any] | None:
+    """Who holds the flock on `path` right now, asked without waiting and without writing.
+
+    None when nobody holds it (or there is no such lock file); else the holder's `{pid,
+    command, since}` when its holder line names a live process, or `{pid: None, command: None,
+    since: None}` for a holder nobody can name. The kernel is asked first (a shared flock
+    attempt that fails only while an exclusive one is held), so a holder line an executor
+    planted in an unlocked file never makes a unit look busy.
+    """
+    from registry.processes import ProcessIdentity, is_alive
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return None
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        line = os.read(fd, HOLDER_BYTES).decode("utf-8", "replace").strip().splitlines()
+    finally:
+        os.close(fd)
+    holder = _holder_from(line[0] if line else "")
+    if holder is None or not is_alive(ProcessIdentity(holder.pid, holder.create_time)):
+        return {"pid": None, "command": None, "since": None}
+    return {"pid": holder.pid, "command": holder.command, "since": holder.since}
 
 
 class FileLock:

@@ -173,12 +173,15 @@ def test_serve_contract_token_locks_and_bind_errors(sandbox: Sandbox, github: An
             listed = served.get("/api/list", bearer)[1]
             checks = served.get("/api/checks", bearer)[1]
             detail = served.get("/api/units/u1", bearer)[1]
+            # The CLI reads the same held locks the same way (the unit reads `busy`, SPEC 3.4).
+            cli = sandbox.unit("status", "--all")
+            cli_listed = sandbox.unit("list", "--prs")
         finally:
             for fd in held:
                 os.close(fd)
-        cli = sandbox.unit("status", "--all")
+        assert document["units"][0]["attention"]["state"] == "busy"
         assert _without_clock(document) == _without_clock(cli.document)
-        assert _without_clock(listed) == _without_clock(sandbox.unit("list", "--prs").document)
+        assert _without_clock(listed) == _without_clock(cli_listed.document)
         assert [pull["number"] for pull in listed["units"][0]["observed"]["pull_requests"]] == [
             number
         ]

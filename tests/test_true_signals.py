@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pair.api import read_status
-from tests.conftest import Sandbox, git
+from tests.conftest import Sandbox, git, wait_until
 
 
 def events(sandbox: Sandbox) -> list[dict[str, Any]]:
@@ -89,3 +89,69 @@ def test_a_cancelled_receipt_carries_code_and_next(sandbox: Sandbox) -> None:
         assert receipt["status"] == "cancelled" and receipt["ok"] is False
         assert receipt["code"] == "cancelled", receipt
         assert receipt["next"], receipt
+
+
+def test_a_unit_the_leads_own_command_works_on_is_busy_not_recovery(sandbox: Sandbox) -> None:
+    """Issue 21: while a create is in its setup, `status --all` showed the unit `{error: "no pair
+    recorded"}`, attention `recovery` and a recovery command."""
+    import concurrent.futures
+
+    gate, started = sandbox.root / "gate", sandbox.root / "setup-started"
+    setup = f"touch {started}; while [ ! -f {gate} ]; do sleep 0.05; done"
+    limits = {"max_active": "5", "max_held": "5"}
+    assert sandbox.create("done1", **limits).code == 0
+    sandbox.wait_turn("done1")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
+        creating = pool.submit(sandbox.create, "slow", "--setup", setup, **limits)
+        wait_until(started.exists, timeout=60)
+        looks = [pool.submit(sandbox.unit, "status", "--all") for _ in range(10)]
+        listed = sandbox.unit("list")
+        gate.write_text("go")
+        assert creating.result(timeout=120).code == 0
+    for look in looks:
+        document = look.result()
+        assert document.code == 0
+        by_id = {unit["unit_id"]: unit for unit in document["units"]}
+        slow = by_id["slow"]
+        assert slow["attention"]["state"] == "busy", slow["attention"]
+        assert "unit create" in slow["attention"]["why"]
+        assert "error" not in slow["pair"], slow["pair"]
+        assert slow["recovery"]["needed"] is False
+        assert by_id["done1"]["attention"]["state"] == "waiting-on-lead"
+    (slow,) = [unit for unit in listed["units"] if unit["unit_id"] == "slow"]
+    assert slow["attention"]["state"] == "busy" and not slow["recovery"]["needed"]
+
+
+def test_a_planted_holder_line_does_not_make_a_unit_busy(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1").code == 0
+    sandbox.wait_turn("u1")
+    import psutil
+
+    lock = sandbox.registry / "locks" / "u1.lock"
+    me = psutil.Process()  # a live process: only the kernel's flock can say nobody holds it
+    lock.write_text(
+        json.dumps({"pid": me.pid, "create_time": me.create_time(), "command": "unit x"}) + "\n"
+    )
+    (unit,) = sandbox.unit("status", "--all")["units"]
+    assert unit["attention"]["state"] == "waiting-on-lead", unit["attention"]
+
+
+def test_wait_does_not_wake_for_the_leads_own_dismantle(sandbox: Sandbox) -> None:
+    import concurrent.futures
+
+    limits = {"max_active": "5", "max_held": "5"}
+    for unit in ("keep", "drop"):
+        assert sandbox.create(unit, **limits).code == 0
+        sandbox.wait_turn(unit)
+    since = sandbox.unit("status", "--all")["observed_at"]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        waiting = pool.submit(
+            sandbox.unit, "wait", "--since", since, "--timeout-min", "2", timeout=180
+        )
+        dropped = sandbox.unit("dismantle", "--unit", "drop", "--force", "drop")
+        assert dropped.code == 0, dropped.stdout
+        assert not waiting.done()
+        assert sandbox.unit("addendum", "--unit", "keep", "--text", "One more thing.").code == 0
+        woke = waiting.result(timeout=180)
+    assert woke.code == 0, woke.stdout
+    assert [change["unit_id"] for change in woke["changed"]] == ["keep"], woke.stdout

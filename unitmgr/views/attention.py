@@ -66,6 +66,13 @@ def _state(state: str, since: str | None, why: str) -> dict[str, Any]:
     return {"state": state, "since": since or None, "why": why}
 
 
+def busy_why(busy: dict[str, Any]) -> str:
+    command = busy.get("command")
+    if not command:
+        return "a command of the lead's holds the unit lock"
+    return f"{command} is running (pid {busy.get('pid')})"
+
+
 def derive(
     *,
     lifecycle: str,
@@ -74,9 +81,14 @@ def derive(
     updated_at: str | None,
     now: float,
     stuck_after: float,
+    busy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The unit's attention. `pair` is `pair.api.read_status`'s document (or None without a
-    pair); `recovery` is `{needed, why, command}`; `stuck_after` is in seconds."""
+    pair); `recovery` is `{needed, why, command}`; `stuck_after` is in seconds; `busy` is the
+    unit lock's live holder (`registry.locks.held_by`), when one of the lead's own commands
+    is running on the unit: then the unit waits on that command, never on a recovery."""
+    if busy is not None:
+        return _state("busy", busy.get("since") or updated_at, busy_why(busy))
     if recovery and recovery.get("needed"):
         return _state("recovery", updated_at, str(recovery.get("why") or "needs recovery"))
     if lifecycle == "unreadable":
@@ -139,7 +151,12 @@ def _in_flight(
 
 
 def of_view(
-    view: dict[str, Any], pair: dict[str, Any] | None, *, now: float, stuck_after: float
+    view: dict[str, Any],
+    pair: dict[str, Any] | None,
+    *,
+    now: float,
+    stuck_after: float,
+    busy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`derive` for a unit document that carries `lifecycle`, `recovery` and `updated_at`."""
     return derive(
@@ -149,4 +166,5 @@ def of_view(
         updated_at=view.get("updated_at"),
         now=now,
         stuck_after=stuck_after,
+        busy=busy,
     )

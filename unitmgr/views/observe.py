@@ -125,8 +125,14 @@ def recovery(
     *,
     pair: dict[str, Any] | None = None,
     row: git.WorktreeRow | None = None,
+    busy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """`{needed, why, command}`: the exact command that resumes a unit needing it (SPEC 3.1)."""
+    """`{needed, why, command}`: the exact command that resumes a unit needing it (SPEC 3.1).
+
+    A unit one of the lead's own commands is working on (`busy`, its unit lock's live holder)
+    needs no recovery: its half-made state is that command's work in progress (SPEC 3.4)."""
+    if busy is not None and not isinstance(entry, UnreadableRecord):
+        return {"needed": False, "why": attention.busy_why(busy), "command": None}
     if isinstance(entry, UnreadableRecord):
         return {
             "needed": True,
@@ -264,6 +270,16 @@ def restaff_command(workspace: Workspace, record: UnitRecord) -> str:
     return _command(workspace, *parts)
 
 
+def busy_holder(workspace: Workspace, unit_id: str) -> dict[str, Any] | None:
+    """The live holder of the unit's lock (`{pid, command, since}`), None when nobody holds it:
+    one non-blocking flock probe, no wait and no write (`registry.locks.held_by`)."""
+    from registry.locks import held_by
+
+    holder = held_by(workspace.registry.unit_lock_path(unit_id))
+    # `status --unit` holds the lock for its own write-back: a reader is never its own "busy".
+    return None if holder is not None and holder.get("pid") == os.getpid() else holder
+
+
 # -- list ------------------------------------------------------------------------------------
 
 
@@ -279,18 +295,22 @@ def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, A
     now, stuck_after = time.time(), config.stuck_seconds(workspace)
     units = []
     for entry in scanned:
+        busy = busy_holder(workspace, entry.unit_id)
         if isinstance(entry, UnreadableRecord):
             view = entry.to_json()
             view["observed"] = None
             view["recovery"] = recovery(workspace, entry)
             pair = None
+            busy = None
         else:
             view = describe(entry, rows, forge)
             pair = view["observed"]["pair"]
             view["recovery"] = recovery(
-                workspace, entry, pair=pair, row=rows.get(realpath(entry.worktree))
+                workspace, entry, pair=pair, row=rows.get(realpath(entry.worktree)), busy=busy
             )
-        view["attention"] = attention.of_view(view, pair, now=now, stuck_after=stuck_after)
+        view["attention"] = attention.of_view(
+            view, pair, now=now, stuck_after=stuck_after, busy=busy
+        )
         units.append(view)
     return {"ok": True, "repository": str(workspace.toplevel), "units": units}
 
@@ -308,8 +328,12 @@ def receipt_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
     return {key: receipt.get(key) for key in keys}
 
 
-def _pair_summary(status: dict[str, Any]) -> dict[str, Any]:
+def _pair_summary(status: dict[str, Any], *, busy: dict[str, Any] | None = None) -> dict[str, Any]:
     if not status.get("ok"):
+        if busy is not None and status.get("code") in ("no-pair", "no-pair-session"):
+            # The lead's own command (a create in its setup, a dismantle mid-way) has not
+            # made the pair yet, or has ended it: no error, just not there.
+            return {"pending": attention.busy_why(busy)}
         return {"error": status.get("reason") or "unknown"}
     in_flight = status.get("in_flight")
     return {
@@ -399,6 +423,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             continue
         record = entry
         status = pair_state(record)
+        busy = busy_holder(workspace, record.unit_id)
         worktree, files = worktrees[record.unit_id]
         if files is not None and record.lifecycle not in ("dismantling", "dismantle-failed"):
             changed_files[record.unit_id] = files
@@ -410,13 +435,13 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             "base": record.base,
             "partner": record.partner,
             "identity": record.identity,
-            "pair": _pair_summary(status),
+            "pair": _pair_summary(status, busy=busy),
             "worktree": worktree,
             "pending_notice": record.pending_notice,
             "error": record.error,
         }
         view["recovery"] = recovery(
-            workspace, record, pair=status, row=rows.get(realpath(record.worktree))
+            workspace, record, pair=status, row=rows.get(realpath(record.worktree)), busy=busy
         )
         view["attention"] = attention.derive(
             lifecycle=record.lifecycle,
@@ -425,6 +450,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             updated_at=record.updated_at,
             now=now,
             stuck_after=stuck_after,
+            busy=busy,
         )
         units.append(view)
     return {

@@ -17,7 +17,7 @@ from registry.records import UnitRecord
 from unitmgr import config, git, validation
 from unitmgr.forge_github import open_forge
 from unitmgr.views import attention
-from unitmgr.views.observe import describe, recovery, worktree_rows
+from unitmgr.views.observe import busy_holder, describe, recovery, worktree_rows
 from unitmgr.workspace import Workspace, realpath
 
 if TYPE_CHECKING:
@@ -78,10 +78,16 @@ class UnitStatus:
     def attention(self) -> dict[str, Any]:
         """SPEC 3.4's attention, from the pair state and recovery this read already has."""
         record = self.record
+        busy = busy_holder(self.workspace, record.unit_id)
         needed = recovery(
-            self.workspace, record, pair=self.pair, row=self.rows.get(realpath(record.worktree))
+            self.workspace,
+            record,
+            pair=self.pair,
+            row=self.rows.get(realpath(record.worktree)),
+            busy=busy,
         )
         return attention.derive(
+            busy=busy,
             lifecycle=record.lifecycle,
             pair=self.pair,
             recovery=needed,

@@ -29,7 +29,7 @@ from unitmgr import config, validation
 from unitmgr.options import WaitOptions
 from unitmgr.units import pair_state
 from unitmgr.views import attention
-from unitmgr.views.observe import receipt_summary, recovery
+from unitmgr.views.observe import busy_holder, receipt_summary, recovery
 from unitmgr.workspace import Workspace
 
 POLL_SECONDS = 0.25
@@ -114,17 +114,36 @@ def _poll(
     watch: DirectoryWatch,
 ) -> dict[str, Any]:
     registry = workspace.registry
+    lead_is_on: set[str] = set()  # units a command of the lead's was seen working on
     while True:
         # Taken before the stat pass, so whatever lands after this pass looked is newer than
         # `observed_at`: the next `wait --since <observed_at>` sees it (no lost wake-up).
         observed_at = _observed_at()
         changed = []
-        for unit_id, record in watched.items():
+        for unit_id, record in list(watched.items()):
             change = _change(
                 workspace, registry.record_path(unit_id), record, lifecycles[unit_id], since
             )
-            if change is not None:
-                changed.append({"unit_id": unit_id, **change})
+            if change is None:
+                continue
+            moved = change["lifecycle"] != lifecycles[unit_id] and not change["latest_receipt"]
+            busy = change["attention"]["state"] == "busy"
+            # The lead's own command moved it (a dismantle, a restaff): not news to the lead.
+            # Follow it silently, and stop watching a unit that command dismantled.
+            if moved and (busy or (unit_id in lead_is_on and change["lifecycle"] == "dismantled")):
+                lead_is_on.add(unit_id)
+                lifecycles[unit_id] = change["lifecycle"]
+                if change["lifecycle"] == "dismantled":
+                    del watched[unit_id]
+                continue
+            changed.append({"unit_id": unit_id, **change})
+        if not watched and not changed:
+            return {
+                "ok": True,
+                "observed_at": observed_at,
+                "changed": [],
+                "reason": "no units to wait for",
+            }
         if changed or time.monotonic() >= deadline:
             return {"ok": True, "observed_at": observed_at, "changed": changed}
         # Woken early by a renamed-in receipt or record (inotify), else after one tick.
@@ -182,15 +201,20 @@ def _change(
 def _attention(workspace: Workspace, record: UnitRecord, lifecycle: str) -> dict[str, Any]:
     """The unit's attention now (SPEC 3.4), read only once it changed: its pair state and its
     recovery from files (no git: recovery's branch check needs a worktree row, skipped here)."""
+    holder = busy_holder(workspace, record.unit_id) if lifecycle == "dismantled" else None
+    if holder is not None:
+        return {"state": "busy", "since": holder.get("since"), "why": attention.busy_why(holder)}
     if lifecycle in ("dismantled", "unreadable"):
         why = "dismantled" if lifecycle == "dismantled" else "record unreadable"
         state = "idle" if lifecycle == "dismantled" else "recovery"
         return {"state": state, "since": None, "why": why}
     pair = pair_state(record)
+    busy = busy_holder(workspace, record.unit_id)
     return attention.derive(
+        busy=busy,
         lifecycle=record.lifecycle,
         pair=pair,
-        recovery=recovery(workspace, record, pair=pair),
+        recovery=recovery(workspace, record, pair=pair, busy=busy),
         updated_at=record.updated_at,
         now=time.time(),
         stuck_after=config.stuck_seconds(workspace),

@@ -34,6 +34,7 @@ STATE_STYLES = {
     "waiting-on-lead": "bold cyan",
     "running": "green",
     "idle": "dim",
+    "busy": "blue",
 }
 
 
