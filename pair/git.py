@@ -142,3 +142,12 @@ def _turn_may_move(ref: str, before: str | None, branch: str | None) -> bool:
     remote = ref.removeprefix("refs/remotes/")
     suffix = "/" + branch
     return remote != ref and remote.endswith(suffix) and "/" not in remote[: -len(suffix)]
+
+
+def is_ancestor(older: str, newer: str, worktree: Path) -> bool:
+    """Whether commit `older` is an ancestor of `newer` (a fast forward from one to the other)."""
+    try:
+        completed = _git(worktree, "merge-base", "--is-ancestor", older, newer)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return completed.returncode == 0

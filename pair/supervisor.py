@@ -20,6 +20,7 @@ import contextlib
 import json
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from pair.partners.base import TurnOutcome, TurnRequest
 from pair.paths import PairPaths
 from pair.reaper import become_subreaper, sweep_descendants
 from pair.receipts import failure_fields, minimal_receipt
+from pair.ref_audit import audit_refs, foreign_changes
 from pair.state import (
     Marker,
     MarkerUnreadable,
@@ -93,6 +95,7 @@ def build_receipt(
     rate_limits: dict[str, Any] | None,
     leftovers: list[dict[str, Any]],
     foreign_ref_changes: list[dict[str, Any]] | None,
+    unattributed_ref_changes: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     seq, kind = marker.seq, marker.kind
     outcome = result.outcome
@@ -138,6 +141,7 @@ def build_receipt(
             "rate_limits": rate_limits,
             "retry_after_seconds": retry_after,
             "foreign_ref_changes": foreign_ref_changes,
+            "unattributed_ref_changes": unattributed_ref_changes,
             "reply_file": str(paths.turn_file(seq, kind, "-reply.md")) if outcome.reply else None,
             "partner_pid": result.partner.pid if result.partner else None,
         }
@@ -203,26 +207,6 @@ def remember_refusal(paths: PairPaths, identity: str, why: str) -> None:
             return
         session.rate_limits_refused = {**(session.rate_limits_refused or {}), identity: why}
         save_session(paths, session)
-
-
-def audit_refs(paths: PairPaths, session: Session) -> dict[str, str] | None:
-    """The refs before a writable turn (None when git cannot list them: no audit then)."""
-    try:
-        return pair_git.ref_snapshot(Path(session.worktree), paths.state_dir.parent)
-    except Exception as error:
-        print(f"ref audit unavailable: {error}", file=sys.stderr)
-        return None
-
-
-def foreign_changes(
-    paths: PairPaths, session: Session, before: dict[str, str] | None, branch: str | None
-) -> list[dict[str, Any]] | None:
-    if before is None:
-        return None
-    after = audit_refs(paths, session)
-    if after is None:
-        return None
-    return list(pair_git.foreign_ref_changes(before, after, branch))
 
 
 def supervise(state_dir: Path, seq: int, token: str) -> int:
@@ -298,6 +282,7 @@ def run_and_account(
     if session.unit:  # a guard hook (SPEC 4.1) knows whose turn moves refs
         environment["UNITMGR_UNIT"] = session.unit
     branch = session.branch or pair_git.current_branch(paths.state_dir.parent)
+    audit_since = time.time()  # the window the ledger and the ref log are read for
     refs_before = audit_refs(paths, session) if marker.write else None
 
     def record_partner(identity: ProcessIdentity) -> None:
@@ -349,7 +334,11 @@ def run_and_account(
     # Whatever the turn left running — in the partner's group, or escaped from it with setsid
     # and a double fork (reparented here, the subreaper) — dies with the turn.
     leftovers = [*result.leftovers, *sweep_descendants()]
-    changes = foreign_changes(paths, session, refs_before, branch) if marker.write else None
+    changes, unattributed = (
+        foreign_changes(paths, session, refs_before, branch, audit_since)
+        if marker.write
+        else (None, None)
+    )
     if result.outcome.reply:
         write_text_atomic(request.reply_file, result.outcome.reply + "\n")
     elif request.reply_file.exists():
@@ -370,6 +359,7 @@ def run_and_account(
         rate_limits=rate_limits,
         leftovers=leftovers,
         foreign_ref_changes=changes,
+        unattributed_ref_changes=unattributed,
     )
 
 

@@ -230,11 +230,15 @@ def test_a_hooks_path_unitmgr_does_not_own_is_never_written(tmp_path: Path) -> N
     theirs = repo / "team-hooks"
     theirs.mkdir()
     git(repo, "config", "core.hooksPath", "team-hooks")
-    skipped = ref_guard.install(repo)
+    skipped = ref_guard.install(repo, repo / ".git", guard=True)
     assert "is not unitmgr's" in skipped["skipped"] and list(theirs.iterdir()) == []
     (theirs / ref_guard.OWNED_MARKER).write_text("")
-    installed = ref_guard.install(repo)
-    assert installed == {"installed": str(theirs / "reference-transaction"), "chained": None}
+    installed = ref_guard.install(repo, repo / ".git", guard=True)
+    assert installed == {
+        "installed": str(theirs / "reference-transaction"),
+        "chained": None,
+        "guard": True,
+    }
     assert ref_guard.HOOK_MARKER in (theirs / "reference-transaction").read_text()
 
 

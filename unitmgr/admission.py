@@ -27,6 +27,7 @@ from registry.errors import RetryableError, StateError
 from registry.locks import Deadline
 from registry.output import progress
 from registry.records import UnitRecord
+from registry.ref_ledger import record_lead_moves
 from registry.store import UnreadableRecord
 from registry.timeutil import parse_iso
 from unitmgr import git
@@ -184,6 +185,16 @@ def resolve_base(workspace: Workspace, request: Candidate, deadline: Deadline) -
             lock = workspace.registry.fetch_lock(command=f"unit create --unit {request.unit_id}")
             with lock.hold(deadline):
                 fetched = git.fetch_base(request.base, cwd=cwd)
+                if fetched == "fetched":
+                    # Written after the fetch, which only a fetch of something writes: a turn
+                    # whose window ends in between sees a fast forward of a remote-tracking ref,
+                    # which is nobody's fault anyway (pair/ref_audit.py); a forced one is named.
+                    record_lead_moves(
+                        workspace.common_git_dir,
+                        [remote_ref],
+                        command="create",
+                        unit=request.unit_id,
+                    )
             if fetched == "fetched":
                 sha = git.resolve_commit(remote_ref, cwd=cwd)
                 if sha:

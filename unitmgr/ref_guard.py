@@ -1,18 +1,26 @@
-"""The opt-in ref guard (SPEC 4.1, `guard_refs = true` in the project config): a
-`reference-transaction` hook that refuses, while `UNITMGR_UNIT` is set (the pair supervisor sets
-it for the executor's partner), any ref update outside what that unit's turn may move.
+"""The `reference-transaction` hook unitmgr installs (SPEC 4.1): an audit log of every ref an
+executor updates, and the opt-in ref guard (`guard_refs = true` in the project config).
 
-Allowed, as the ref audit allows (pair/git.py `_turn_may_move`): the unit's branch, that
-branch's remote-tracking refs, tags it creates, and its own worktree's HEAD and pseudo-refs.
+The log: for every committed update made by a process carrying `UNITMGR_UNIT` (the pair
+supervisor sets it for the executor's partner), the hook appends `EPOCH OLD NEW REF UNIT` to
+the registry's `ref-audit.log` (registry/ref_ledger.py), in plain shell: an executor's commit
+costs no interpreter. The supervisor reads it to charge a ref change to the unit that made it
+(pair/ref_audit.py). The lead's own git never runs hooks (its calls are neutral, SPEC 8): what
+it moves goes into the ledger instead.
+
+The guard refuses, while `UNITMGR_UNIT` is set, any ref update outside what that unit's turn
+may move. Allowed, as the ref audit allows (pair/git.py `_turn_may_move`): the unit's branch,
+that branch's remote-tracking refs, tags it creates, and its own worktree's HEAD and pseudo-refs.
 Everything else (`main`, another unit's branch, a tag that exists) is refused in the `prepared`
-state, which aborts the transaction.
+state, which aborts the transaction. It runs only while the registry's `guard-refs.on` flag is
+there (`unit create` writes it when the config's `guard_refs` is on, removes it when off).
 
 `install` writes the hook into the common dir's `hooks/` (or a `core.hooksPath` directory only
 when it carries `OWNED_MARKER`: a hooks path unitmgr does not own is never written to). A hook
 already there that is not ours is kept as `reference-transaction.unitmgr-chained`, run first
-with the same arguments and input, and its refusal is respected. The hook reads the config and
-the unit's record when it runs, so turning `guard_refs` off stops it refusing at once; it is
-never removed (other units share it, and without `UNITMGR_UNIT` it does nothing).
+with the same arguments and input, and its refusal is respected. The guard reads the config and
+the unit's record when it runs, so turning `guard_refs` off stops it refusing at once; the hook
+is never removed (other units share it, and without `UNITMGR_UNIT` it does nothing).
 
 The guard's check runs in the hook's process (`python -m unitmgr.ref_guard`); it fails closed
 (refuses) when it cannot read what it needs. The config it reads is the repository's (the
@@ -21,6 +29,7 @@ record's top level) and this machine's, never the executor's worktree copy.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -30,32 +39,54 @@ from typing import Any
 
 HOOK_NAME = "reference-transaction"
 CHAINED_SUFFIX = ".unitmgr-chained"
-HOOK_MARKER = "# unitmgr-ref-guard v1"
+HOOK_MARKER = "# unitmgr-ref-guard"  # v2 logs too; an older hook of ours is rewritten
+GUARD_FLAG = "guard-refs.on"  # in the registry: the guard refuses only while it is there
 OWNED_MARKER = ".unitmgr-owned"  # in a core.hooksPath directory unitmgr may write to
 _PSEUDO_REF = re.compile(r"[A-Z][A-Z_]*")  # HEAD, ORIG_HEAD, FETCH_HEAD, ... (per worktree)
 _PER_WORKTREE = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
 
 
-def hook_text(python: str) -> str:
+def hook_text(python: str, *, audit_log: Path, guard_flag: Path) -> str:
     return f"""#!/bin/sh
-{HOOK_MARKER}: installed by `unit create` (guard_refs = true, SPEC 4.1); do not edit.
-# Runs the hook it replaced first, then refuses, while UNITMGR_UNIT is set, a ref update
-# outside that unit's branch (unitmgr/ref_guard.py).
+{HOOK_MARKER} v2: installed by `unit create` (SPEC 4.1); do not edit.
+# Runs the hook it replaced first; then, while UNITMGR_UNIT is set, logs each committed ref
+# update for the ref audit and, with guard_refs on, refuses one outside that unit's branch
+# (unitmgr/ref_guard.py).
 input=$(cat; echo .)
 input=${{input%.}}
 if [ -x "$0{CHAINED_SUFFIX}" ]; then
     printf '%s' "$input" | "$0{CHAINED_SUFFIX}" "$@" || exit $?
 fi
 [ -n "$UNITMGR_UNIT" ] || exit 0
+case "$UNITMGR_UNIT" in *[!A-Za-z0-9_.+-]*) exit 0 ;; esac
+if [ "$1" = committed ]; then
+    now=$(date +%s)
+    printf '%s\n' "$input" | while read -r old new ref; do
+        [ -n "$ref" ] && printf '%s %s %s %s %s\n' "$now" "$old" "$new" "$ref" "$UNITMGR_UNIT"
+    done >> {shlex.quote(str(audit_log))} 2>/dev/null
+    exit 0
+fi
 [ "$1" = prepared ] || exit 0
+[ -f {shlex.quote(str(guard_flag))} ] || exit 0
 printf '%s' "$input" | exec {shlex.quote(python)} -I -m unitmgr.ref_guard "$1"
 """
 
 
-def install(toplevel: Path) -> dict[str, Any]:
-    """Install (or refresh) the hook; `{installed, chained}` or `{skipped: why}`."""
+def install(toplevel: Path, common_git_dir: Path, *, guard: bool) -> dict[str, Any]:
+    """Install (or refresh) the hook, and set the guard's flag to `guard`; `{installed,
+    chained, guard}` or `{skipped: why}`."""
     from registry.atomic import write_text_atomic
+    from registry.layout import registry_root
+    from registry.ref_ledger import audit_log_path, prune_audit_log
     from unitmgr import git
+
+    flag = registry_root(common_git_dir) / GUARD_FLAG
+    if guard:
+        write_text_atomic(flag, "guard_refs = true in the project config (unitmgr/ref_guard.py)\n")
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(flag)
+    prune_audit_log(common_git_dir)
 
     configured = git.config_value("core.hooksPath", cwd=toplevel)
     directory = git.hooks_directory(cwd=toplevel)
@@ -73,10 +104,14 @@ def install(toplevel: Path) -> dict[str, Any]:
             }
         os.rename(hook, chained)  # kept and run first by ours
     directory.mkdir(parents=True, exist_ok=True)
-    text = hook_text(sys.executable)
+    text = hook_text(sys.executable, audit_log=audit_log_path(common_git_dir), guard_flag=flag)
     if not _is_ours(hook) or hook.read_text(encoding="utf-8") != text:
         write_text_atomic(hook, text, mode=0o755)
-    return {"installed": str(hook), "chained": str(chained) if os.path.lexists(chained) else None}
+    return {
+        "installed": str(hook),
+        "chained": str(chained) if os.path.lexists(chained) else None,
+        "guard": guard,
+    }
 
 
 def _is_ours(hook: Path) -> bool:

@@ -19,6 +19,7 @@ from registry.errors import (
     StateError,
     ToolError,
 )
+from registry.ref_ledger import record_lead_moves
 from registry.timeutil import iso_z
 from unitmgr import git, notify
 from unitmgr.lifecycle.archive import archive_pair_state
@@ -193,6 +194,12 @@ class CreateRollback(CreateSteps):
                 deleted = False
                 if git.ref_exists(f"refs/heads/{record.branch}", cwd=cwd):
                     ownership().branch()
+                    record_lead_moves(
+                        Path(record.common_git_dir),
+                        [f"refs/heads/{record.branch}"],
+                        command="create",
+                        unit=record.unit_id,
+                    )
                     deleted = git.delete_local_branch(record.branch, cwd=cwd)
                 entry["deleted"] = deleted
                 record.resources.local_branch = False

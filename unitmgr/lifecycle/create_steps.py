@@ -24,6 +24,7 @@ from registry.processes import (
     run_streamed,
 )
 from registry.records import UnitRecord
+from registry.ref_ledger import record_lead_moves
 from registry.timeutil import seconds_from_env
 from unitmgr import baseline, git, notify, ref_guard
 from unitmgr.copy_files import copy_listed
@@ -104,6 +105,13 @@ class CreateSteps:
             with lock.hold(self.deadline):
                 if branch_sha is None:
                     assert record.base_sha is not None
+                    # The lead's own ref change: no executor's receipt is charged with it.
+                    record_lead_moves(
+                        self.workspace.common_git_dir,
+                        [f"refs/heads/{record.branch}"],
+                        command="create",
+                        unit=record.unit_id,
+                    )
                     git.add_worktree(
                         path, branch=record.branch, start=record.base_sha, new_branch=True, cwd=cwd
                     )
@@ -172,9 +180,13 @@ class CreateSteps:
 
     def _pair_init(self, outcome: dict[str, Any]) -> None:
         assert self.record.staffing is not None
-        if self.guard_refs:  # before the first turn can move a ref
-            outcome["guard_refs"] = ref_guard.install(self.workspace.toplevel)
-            progress(f"unit create {self.record.unit_id}: guard_refs: {outcome['guard_refs']}")
+        # Before the first turn can move a ref: the hook that logs whose ref moved (and
+        # refuses foreign ones with guard_refs).
+        outcome["ref_hook"] = ref_guard.install(
+            self.workspace.toplevel, self.workspace.common_git_dir, guard=bool(self.guard_refs)
+        )
+        if self.guard_refs:
+            progress(f"unit create {self.record.unit_id}: guard_refs: {outcome['ref_hook']}")
         outcome.update(
             init_pair(
                 self.record,

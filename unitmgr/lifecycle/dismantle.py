@@ -31,6 +31,7 @@ from registry.errors import RetryableError, StateError, ToolError, UsageError
 from registry.locks import Deadline
 from registry.output import progress
 from registry.records import MAX_RECORD_BYTES, UnitRecord
+from registry.ref_ledger import record_lead_moves
 from registry.store import UnreadableRecord
 from unitmgr import git, notify, validation
 from unitmgr.admission import merged_since_created
@@ -305,6 +306,12 @@ class Dismantler:
 
     # -- steps ---------------------------------------------------------------------------------
 
+    def _lead_moves(self, ref: str) -> None:
+        """Say in the ref ledger, before moving it, that this dismantle moves `ref`."""
+        record_lead_moves(
+            self.workspace.common_git_dir, [ref], command="dismantle", unit=self.record.unit_id
+        )
+
     def _ownership(self) -> Ownership:
         """What git proves right now (SPEC 2.5), asked afresh before every destructive step."""
         return Ownership(self.workspace, self.record, others_of(self.workspace, self.record))
@@ -368,6 +375,7 @@ class Dismantler:
             record.resources.local_branch = False
             return
         self._ownership().branch()
+        self._lead_moves(f"refs/heads/{record.branch}")
         git.delete_local_branch(record.branch, cwd=self.cwd)
         outcome["deleted"] = record.branch
         record.resources.local_branch = False
@@ -398,6 +406,8 @@ class Dismantler:
                 "recorded to compare it with"
             )
             return
+        if current == lease:  # the push deletes the remote-tracking ref too
+            self._lead_moves(f"refs/remotes/origin/{record.branch}")
         moved = (
             current
             if current != lease

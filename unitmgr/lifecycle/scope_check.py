@@ -17,6 +17,7 @@ from registry.errors import StateError
 from registry.locks import Deadline
 from registry.output import progress
 from registry.records import UnitRecord
+from registry.ref_ledger import record_lead_moves
 from registry.timeutil import iso_z
 from unitmgr import baseline, git, validation
 from unitmgr.lifecycle.runner import dry_run_aware
@@ -95,7 +96,10 @@ def scope_base(workspace: Workspace, record: UnitRecord, *, fetch: bool, seconds
         progress(f"unit scope {record.unit_id}: fetching origin {record.base}")
         lock = workspace.registry.fetch_lock(command=f"unit scope --unit {record.unit_id}")
         with lock.hold(Deadline(seconds)):
-            git.fetch_base(record.base, cwd=workspace.toplevel)
+            if git.fetch_base(record.base, cwd=workspace.toplevel) == "fetched":
+                record_lead_moves(  # after the fetch, as create's (unitmgr/admission.py)
+                    workspace.common_git_dir, [base_ref], command="scope", unit=record.unit_id
+                )
     return base_ref
 
 

@@ -439,6 +439,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             "worktree": worktree,
             "pending_notice": record.pending_notice,
             "error": record.error,
+            "_receipt": status.get("latest_receipt") if status.get("ok") else None,
         }
         view["recovery"] = recovery(
             workspace, record, pair=status, row=rows.get(realpath(record.worktree)), busy=busy
@@ -453,13 +454,41 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             busy=busy,
         )
         units.append(view)
+    unattributed = unattributed_changes(records, units)
     return {
         "ok": True,
         "repository": str(workspace.toplevel),
         "observed_at": observed_at,
         "units": units,
         "overlaps": overlaps(changed_files),
+        "unattributed_ref_changes": unattributed,
     }
+
+
+def unattributed_changes(
+    records: list[UnitRecord], units: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The ref changes no unit's turn could be charged with (SPEC 4.1), each once: gathered from
+    every latest receipt that saw one, and put also on the unit whose branch the ref is —
+    never on every unit that happened to be running."""
+    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for view in units:
+        receipt = view.pop("_receipt", None) or {}
+        for change in receipt.get("unattributed_ref_changes") or []:
+            if isinstance(change, dict):
+                key = (change.get("ref"), change.get("before"), change.get("after"))
+                found.setdefault(key, {**change, "seen_by": []})["seen_by"].append(view["unit_id"])
+    owners = {}
+    for record in records:
+        owners[f"refs/heads/{record.branch}"] = record.unit_id
+        owners[f"refs/remotes/origin/{record.branch}"] = record.unit_id
+    by_unit = {view["unit_id"]: view for view in units}
+    changes = sorted(found.values(), key=lambda change: str(change.get("ref")))
+    for change in changes:
+        owner = owners.get(str(change.get("ref")))
+        if owner is not None and owner in by_unit:
+            by_unit[owner].setdefault("unattributed_ref_changes", []).append(change)
+    return changes
 
 
 def overlaps(changed_files: dict[str, list[str]]) -> list[dict[str, Any]]:
