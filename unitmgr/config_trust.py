@@ -141,10 +141,10 @@ def require_approved(config: ProjectConfig, key: str, *, common_dir: Path, tople
         return
     earlier = approvals.get(key)
     file = config.file_of(key)
-    state = "changed since it was approved" if earlier else "not approved"
+    state = "has changed since it was approved" if earlier else "is not approved"
     raise StateError(
         "config-unapproved",
-        f"{key} from {file} is {state}: {command!r} — a command from a config file runs only "
+        f"{key} from {file} {state}: {command!r} — a command from a config file runs only "
         "once approved (review it, then approve it; a --setup flag needs no approval)",
         detail={
             "key": key,
