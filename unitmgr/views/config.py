@@ -73,7 +73,7 @@ def _migration_lines(document: dict[str, Any]) -> list[str]:
     migration = document.get("config_migration")
     if migration is None:
         return []
-    done = "moved" if migration["migrated"] else "to be moved (by unit create)"
+    done = "moved" if migration["migrated"] else "to be moved (by unit create or --approve)"
     return [
         "",
         f"! old machine config {migration['from']} {done} to {migration['to']}, every line "
