@@ -244,6 +244,15 @@ class Sandbox:
     def registry(self) -> Path:
         return self.common_dir / "orchestrate"
 
+    @property
+    def machine_config(self) -> Path:
+        """This machine's config file (SPEC 3.16, outside the common dir), its folder made."""
+        from unitmgr.config import machine_file
+
+        path = machine_file(self.common_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
     def unit(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Result:
         return run_cli(
             "unit", *args, "--repo", str(self.repo), cwd=self.root, env=env, timeout=timeout

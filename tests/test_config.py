@@ -10,7 +10,7 @@ import pytest
 
 from registry.errors import UsageError
 from tests.conftest import Sandbox, git
-from unitmgr.config import NOTIFY_EVENTS, load_config
+from unitmgr.config import NOTIFY_EVENTS, load_config, machine_file
 
 
 def _write(path: Path, text: str) -> Path:
@@ -28,7 +28,7 @@ def test_precedence_local_over_repository_over_defaults(tmp_path: Path) -> None:
         '[notify]\ncommand = "notify-send unit"\nevents = ["attention", "merged"]\n',
     )
     local = _write(
-        common / "orchestrate" / "config.toml",
+        machine_file(common),
         'max_active = 7\nguard_refs = true\n[notify]\nurl = "https://hooks.example/u"\n',
     )
     config = load_config(top, common)
@@ -98,12 +98,17 @@ def test_a_config_that_is_not_a_small_regular_file_is_refused_unread(tmp_path: P
 
 def test_unit_config_prints_every_setting_with_its_source(sandbox: Sandbox) -> None:
     shared = _write(sandbox.repo / ".unitmgr.toml", 'max_held = 4\nsetup = "make deps"\n')
-    local = _write(sandbox.registry / "config.toml", 'setup = "true"\n')
+    local = _write(sandbox.machine_config, 'setup = "true"\n')
     result = sandbox.unit("config")
     assert result.code == 0, result.stdout
     settings = result["settings"]
     assert settings["max_held"] == {"value": 4, "source": "repository", "file": str(shared)}
-    assert settings["setup"] == {"value": "true", "source": "local", "file": str(local)}
+    assert settings["setup"] == {
+        "value": "true",
+        "source": "local",
+        "file": str(local),
+        "approval": "unapproved",  # a command from a file runs only once approved (SPEC 8)
+    }
     assert settings["max_active"] == {"value": 2, "source": "default", "file": None}
     assert result["files"]["local"] == {"path": str(local), "present": True}
     table = sandbox.unit("config", "--format", "table")
@@ -172,6 +177,8 @@ def test_a_repository_with_only_a_config_runs_a_three_unit_batch(sandbox: Sandbo
     git(sandbox.repo, "commit", "-q", "-m", "project config")
     git(sandbox.repo, "push", "-q", "origin", "HEAD:main")
     _write(sandbox.repo / ".env", "API_URL=http://127.0.0.1:9\n")
+    approved = sandbox.unit("config", "--approve")  # the committed setup, once (SPEC 8)
+    assert [entry["key"] for entry in approved["approved"]] == ["setup"], approved.stdout
     work = 'cat > /dev/null; f=greet-$(basename "$PWD").md; echo hi > $f; git add $f; '
     work += "git commit -qm greet; echo done"
 
@@ -252,7 +259,7 @@ def test_guard_refs_refuses_an_executor_moving_main_or_another_units_branch(
         f'#!/bin/sh\ninput=$(cat)\necho "$1" >> {log}\n'
         'case "$input" in *refs/heads/team-forbidden*) exit 1;; esac\nexit 0\n',
     ).chmod(0o755)
-    _write(sandbox.registry / "config.toml", "guard_refs = true\n")
+    _write(sandbox.machine_config, "guard_refs = true\n")
     assert sandbox.create("u2").code == 0
     sandbox.wait_turn("u2")
     mover = (
@@ -280,7 +287,7 @@ def test_guard_refs_refuses_an_executor_moving_main_or_another_units_branch(
         git(sandbox.repo, "update-ref", "refs/heads/team-forbidden", "HEAD")
 
     # Turned off in the config: the hook stops refusing; the ref audit still reports.
-    _write(sandbox.registry / "config.toml", "guard_refs = false\n")
+    _write(sandbox.machine_config, "guard_refs = false\n")
     body = _write(sandbox.root / "again.md", "again\n")
     again = sandbox.pair(
         "send", "--kind", "task", "--body-file", str(body), "--write", repo=sandbox.worktree("u1")
@@ -302,7 +309,7 @@ def test_intake_takes_its_limits_from_the_config_and_a_flag_wins(
 
 
 def test_a_resume_compares_the_worktree_the_template_resolves_to(sandbox: Sandbox) -> None:
-    local = _write(sandbox.registry / "config.toml", 'worktree_root = "../units/{unit}"\n')
+    local = _write(sandbox.machine_config, 'worktree_root = "../units/{unit}"\n')
     args = sandbox.create_args("u1", worktree=None)
     crash = dict(
         os.environ, UNITMGR_TEST_HOOKS="1", UNITMGR_TEST_CRASH_AFTER="create:worktree:done"

@@ -63,7 +63,7 @@ def prepare(sandbox: Sandbox, command: str) -> list[str]:
         with (sandbox.common_dir / "info" / "exclude").open("a") as exclude:
             exclude.write(".env\n")
         (sandbox.registry).mkdir(exist_ok=True)
-        (sandbox.registry / "config.toml").write_text('copy = [".env"]\n')
+        sandbox.machine_config.write_text('copy = [".env"]\n')
         return sandbox.create_args("u1", setup="echo ran >> ../setup-runs.log")
     working = sandbox.create("u1", model="cat")
     assert working.code == 0, working.stdout + working.stderr

@@ -257,7 +257,7 @@ def test_admission_counts_recorded_units(sandbox: Sandbox) -> None:
 
 def test_dry_run_plans_and_writes_nothing(sandbox: Sandbox) -> None:
     sandbox.registry.mkdir(exist_ok=True)
-    (sandbox.registry / "config.toml").write_text('copy = [".env"]\n')  # copy-files runs too
+    sandbox.machine_config.write_text('copy = [".env"]\n')  # copy-files runs too
     before = sandbox.snapshot()
     result = sandbox.create("u1", "--dry-run", setup="true")
     assert result.code == 0, result.stdout

@@ -176,6 +176,12 @@ def _config_invalid(e: Env) -> Result:
     return e.unit("config")
 
 
+@case("config-unapproved")
+def _config_unapproved(e: Env) -> Result:
+    (e.sandbox.repo / ".unitmgr.toml").write_text('setup = "make deps"\n')
+    return e.create()
+
+
 @case("script-command-not-found")
 def _script_missing(e: Env) -> Result:
     return e.create(model="no-such-command-anywhere --flag")

@@ -56,6 +56,9 @@ def target(tmp_path: Path, **settings: Any) -> notify.Target:
 def write_config(sandbox: Sandbox, **notify_settings: Any) -> None:
     body = "".join(f"{key} = {json.dumps(value)}\n" for key, value in notify_settings.items())
     (sandbox.repo / ".unitmgr.toml").write_text(f"[notify]\n{body}")
+    if "command" in notify_settings:  # the lead's own command, approved as a lead would (SPEC 8)
+        approved = sandbox.unit("config", "--approve")
+        assert approved.code == 0, approved.stdout
 
 
 def test_both_sinks_get_the_redacted_bounded_event(

@@ -1,15 +1,23 @@
-"""The project config file (SPEC 3.16): `.unitmgr.toml` at the repository's top level (the
-team's, committed) and `<git-common-dir>/orchestrate/config.toml` (this machine's).
+"""The project config file (SPEC 3.16): `.unitmgr.toml` in the repository's main worktree (the
+team's, committed) and `$XDG_CONFIG_HOME/unitmgr/repos/<repository id>.toml` (this machine's).
 
 `load_config` reads both, validates every key and type, and merges them: the local file wins
 over the repository file, which wins over the built-in defaults (a command-line flag, applied by
 the command, wins over all three). An unknown key, a wrong type or an unreadable file is exit 2
 `config-invalid` naming the file, the key and what was expected.
 
+Where the files are is a defence (SPEC 8, references/threat-model.md "Config files"): nothing
+is read from where an executor can write. The machine's file is outside the git common dir
+(its old place, `<common-dir>/orchestrate/config.toml`, is never read as config:
+unitmgr/config_trust.py moves it once, inert), and `.unitmgr.toml` is read from the main
+worktree only — never from a linked worktree's checkout, whatever `--repo` or the current
+directory says — and never through a symbolic link. A `setup` or `notify.command` a file gives
+still runs only once approved (unitmgr/config_trust.py).
+
 The file is untrusted input: it is read bounded (a regular file of at most 1 MiB), a
 `worktree_root` template expands only its known placeholders (never `str.format`, which would
 reach attributes), and the path it yields still goes through every worktree check of
-`unit create`. This module reads; it never writes a file, runs a command or calls git, and it
+`unit create`. This module reads; it never writes a file, runs a command or starts git, and it
 stays cheap for the commands on the start-up path: with no config file it costs two `stat`s,
 and `tomllib` is imported only when a file exists.
 """
@@ -18,9 +26,10 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path, PurePosixPath
 
-from registry import layout
+from registry import userdirs
 from registry.errors import UsageError
 from registry.timeutil import seconds_from_env
 
@@ -33,8 +42,9 @@ if TYPE_CHECKING:
     from unitmgr.git import RepositoryPaths
     from unitmgr.workspace import Workspace
 
-REPOSITORY_FILE = ".unitmgr.toml"
-LOCAL_FILE = "config.toml"  # in <git-common-dir>/orchestrate/
+REPOSITORY_FILE = ".unitmgr.toml"  # in the main worktree
+# The keys whose value is a shell command: from a file, they run only once approved.
+COMMAND_KEYS = ("setup", "notify.command")
 LIMIT_MAX = 100  # as the --max-active / --max-held flags (unitmgr/validation.py)
 STUCK_MINUTES_DEFAULT = 10.0
 
@@ -94,7 +104,7 @@ class ProjectConfig:
 
     def __init__(
         self,
-        repository_file: Path,
+        repository_file: Path | None,  # None: no main worktree (a bare repository)
         local_file: Path,
         values: dict[str, Any],  # only keys a file sets
         sources: dict[str, str],  # key -> "local" | "repository"
@@ -143,8 +153,15 @@ class ProjectConfig:
         expanded = _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
         return os.path.normpath(os.path.join(toplevel, os.path.expanduser(expanded)))
 
-    def describe(self) -> dict[str, Any]:
-        """`unit config`'s document body: every key with its value and source."""
+    def command_from_file(self, key: str) -> str | None:
+        """The shell command a file sets for `key` (one of COMMAND_KEYS), or None."""
+        value = self.values.get(key) if key in COMMAND_KEYS else None
+        return value if isinstance(value, str) else None
+
+    def describe(self, approvals: dict[str, str] | None = None) -> dict[str, Any]:
+        """`unit config`'s document body: every key with its value and source, and for a
+        command key a file sets, its `approval` (`approved` or `unapproved`, from
+        `approvals`: key -> state)."""
         settings = {}
         for key in KEYS:
             file = self.file_of(key)
@@ -153,11 +170,14 @@ class ProjectConfig:
                 "source": self.source(key),
                 "file": str(file) if file else None,
             }
+            if approvals is not None and key in approvals:
+                settings[key]["approval"] = approvals[key]
+        repository = self.repository_file
         return {
             "files": {
                 "repository": {
-                    "path": str(self.repository_file),
-                    "present": self.repository_file.is_file(),
+                    "path": str(repository) if repository else None,
+                    "present": repository is not None and repository.is_file(),
                 },
                 "local": {"path": str(self.local_file), "present": self.local_file.is_file()},
             },
@@ -184,18 +204,36 @@ def flag_or_config(flag: Any, config: ProjectConfig, key: str) -> Any:
     return flag if flag is not None else config.value(key)
 
 
-def config_paths(toplevel: Path, common_dir: Path) -> tuple[Path, Path]:
-    """The repository file and the local file."""
-    return toplevel / REPOSITORY_FILE, layout.registry_root(common_dir) / LOCAL_FILE
+def machine_file(common_dir: Path) -> Path:
+    """This machine's file: `$XDG_CONFIG_HOME/unitmgr/repos/<repository id>.toml`."""
+    return userdirs.config_home() / "repos" / f"{userdirs.repository_id(common_dir)}.toml"
+
+
+def config_paths(common_dir: Path) -> tuple[Path | None, Path]:
+    """The repository file (in the main worktree; None without one) and the local file."""
+    from unitmgr.git import main_worktree
+
+    main = main_worktree(common_dir)
+    return (main / REPOSITORY_FILE if main else None), machine_file(common_dir)
 
 
 def load_config(toplevel: Path, common_dir: Path) -> ProjectConfig:
-    """Both files merged over the defaults; exit 2 `config-invalid` on any bad key or type."""
-    repository_file, local_file = config_paths(toplevel, common_dir)
+    """Both files merged over the defaults; exit 2 `config-invalid` on any bad key or type.
+
+    `toplevel` (the `--repo` worktree) names no file: both files follow from the common dir
+    alone, so standing in a unit's worktree reads the same config as standing in the main one.
+    """
+    del toplevel  # kept in the signature: every caller has it, and none may lean on it
+    repository_file, local_file = config_paths(common_dir)
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for source, path in (("repository", repository_file), ("local", local_file)):
-        for key, value in _read(path).items():  # the local file is read last: it wins
+    files = (("repository", repository_file), ("local", local_file))
+    for source, path in files:
+        if path is None:
+            continue
+        # The local file is read last: it wins. The repository file is a checkout's file, and a
+        # committed symbolic link could point it into the common dir an executor writes.
+        for key, value in _read(path, follow_links=source == "local").items():
             values[key] = value
             sources[key] = source
     return ProjectConfig(repository_file, local_file, values, sources)
@@ -217,14 +255,17 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path, *, follow_links: bool = True) -> dict[str, Any]:
     """One file's validated keys (flattened: `notify.command`), or {} when it does not exist."""
     try:
-        os.stat(path)
+        found = os.lstat(path)
     except FileNotFoundError:
         return {}
     except OSError:
         pass  # read_bounded reports it
+    else:
+        if not follow_links and stat.S_ISLNK(found.st_mode):
+            raise _invalid(path, None, "a regular file in the main worktree, not a symbolic link")
     import tomllib  # only when a file exists (start-up of list / status --all)
 
     from unitmgr.validation import BoundedReadRefused, read_bounded

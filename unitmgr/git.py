@@ -684,3 +684,21 @@ def hooks_directory(*, cwd: Path) -> Path:
         ["rev-parse", "--path-format=absolute", "--git-path", "hooks"], cwd=cwd, step="hooks"
     )
     return Path(result.stdout.strip())
+
+
+# -- the main worktree (SPEC 8: the repository file is read from it only) ----------------------
+
+
+def main_worktree(common_git_dir: Path) -> Path | None:
+    """The repository's main working tree, derived as git derives it (`git worktree list`'s
+    first entry is the real path of the common dir without its `/.git`), or None when the
+    common dir is not a `.git` directory (a bare repository, a separated git dir, a submodule's
+    `modules/` dir: git then names the git dir itself, which is no checkout).
+
+    Computed from the path alone, never from `core.worktree`, `core.bare` or a `.git` file: those
+    live where an executor can write, and would let it name its own checkout. No git process is
+    started (the empty-registry reads stay within their start-up budget)."""
+    real = Path(os.path.realpath(common_git_dir))
+    if real.name != ".git" or not real.parent.is_dir():
+        return None
+    return real.parent

@@ -9,6 +9,10 @@ supervisor delivers `turn-ended` and `attention` itself (pair never imports unit
 
 Without a configured `command` or `url` nothing is imported, started or sent: `registry.notify`
 is imported only once a sink wants an event. It must not raise into a lifecycle step.
+
+A `notify.command` the user has not approved (unitmgr/config_trust.py) is dropped here, before
+it can reach a delivery or a pair session: the notification is skipped, never the command (SPEC
+3.15), and `events.jsonl` gets one `notify-unapproved` line saying which command and file.
 """
 
 from __future__ import annotations
@@ -24,27 +28,70 @@ if TYPE_CHECKING:
     from unitmgr.workspace import Workspace
 
 
-def settings(workspace: Workspace) -> NotifySettings | None:
+def settings(workspace: Workspace, unit_id: str | None = None) -> NotifySettings | None:
     """The effective `[notify]` settings (unitmgr/config.py), or None when no sink is
     configured. A config that does not load sends nothing: its `config-invalid` is the business
     of the commands that read their settings from it before they act, never of a step that has
-    already acted."""
+    already acted. An unapproved `notify.command` is left out (`notify-unapproved`)."""
     from unitmgr.config import load_config
 
     try:
-        found = load_config(workspace.toplevel, workspace.common_git_dir).notify
+        config = load_config(workspace.toplevel, workspace.common_git_dir)
     except ToolError as error:
         print(redact(f"unit: no notifications: {error.reason}"), file=sys.stderr)
         return None
+    found = config.notify
     if not found.configured:
+        return None
+    command = found.command
+    if command is not None:
+        from unitmgr import config_trust
+
+        approvals = config_trust.read_approvals(workspace.common_git_dir)
+        if not config_trust.is_approved(approvals, "notify.command", command):
+            entry = config_trust.entry_for(config, "notify.command", command)
+            _unapproved(workspace, entry, unit_id)
+            command = None
+    if command is None and found.url is None:
         return None
     from registry.notify import NotifySettings
 
-    return NotifySettings(command=found.command, url=found.url, events=found.events)
+    return NotifySettings(command=command, url=found.url, events=found.events)
+
+
+def _unapproved(workspace: Workspace, entry: dict[str, Any], unit_id: str | None) -> None:
+    """Say that an unapproved `notify.command` was not run: on stderr and in `events.jsonl`."""
+    import json
+
+    from registry.atomic import append_line
+    from registry.timeutil import iso_z
+
+    line = {
+        "command": "notify",
+        "step": "notify-unapproved",
+        "status": "skipped",
+        "unit": unit_id,
+        "key": entry["key"],
+        "file": entry["file"],
+        "sha256": entry["sha256"],
+        "next": f"unit config --approve --repo {workspace.toplevel}",
+        "at": iso_z(),
+    }
+    print(
+        redact(
+            f"unit: notify.command from {entry['file']} is not approved: not run "
+            f"(review it, then: unit config --approve --repo {workspace.toplevel})"
+        ),
+        file=sys.stderr,
+    )
+    try:
+        append_line(workspace.registry.events_file, json.dumps(line, ensure_ascii=False))
+    except OSError:
+        pass  # nowhere left to tell: the command still succeeds
 
 
 def target(workspace: Workspace, unit_id: str) -> Target | None:
-    found = settings(workspace)
+    found = settings(workspace, unit_id)
     if found is None:
         return None
     from registry.notify import Target

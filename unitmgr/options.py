@@ -216,4 +216,9 @@ class IntakeOptions:
 
 @dataclass(frozen=True)
 class ConfigOptions:
-    """`unit config` takes only the common `--repo` and `--format`."""
+    """`unit config` reads; `--approve` (with `--dry-run`) records the configured commands."""
+
+    approve: bool = option(
+        "--approve", "Approve the setup and notify.command the config files now give.", False
+    )
+    dry_run: bool = _dry_run()

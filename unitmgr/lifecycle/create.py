@@ -28,7 +28,7 @@ from registry.errors import (
 from registry.locks import Deadline
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
-from unitmgr import admission, git, notify, validation
+from unitmgr import admission, config_trust, git, notify, validation
 from unitmgr.admission import Base, admit, check_conflicts, resolve_base
 from unitmgr.config import load_config
 from unitmgr.forge import PullRequest
@@ -57,19 +57,29 @@ def run(repo: str, options: CreateOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     unit_id = validation.unit_id(options.unit)
     existing = workspace.read_record(unit_id)
+    migration = config_trust.migrate_legacy(workspace.common_git_dir, dry_run=options.dry_run)
     config = load_config(workspace.toplevel, workspace.common_git_dir)
     request = validate(
         options, resume=existing is not None, config=config, toplevel=workspace.toplevel
     )
+    if options.setup is None:  # a configured setup (a --setup flag is the lead's own)
+        config_trust.require_approved(
+            config, "setup", common_dir=workspace.common_git_dir, toplevel=workspace.toplevel
+        )
     if existing is None:
         validate_against_repository(workspace, request)
     if request.dry_run:
-        return dry_run(workspace, request, existing, copy=config.value("copy"))
-    deadline = Deadline(request.lock_timeout)
-    if existing is not None:
-        return Builder.resume(workspace, request, deadline)
-    _, pulls, _, base = preflight(workspace, request, deadline)
-    return Builder.reserve_and_build(workspace, request, base, deadline, pulls)
+        document = dry_run(workspace, request, existing, copy=config.value("copy"))
+    else:
+        deadline = Deadline(request.lock_timeout)
+        if existing is not None:
+            document = Builder.resume(workspace, request, deadline)
+        else:
+            _, pulls, _, base = preflight(workspace, request, deadline)
+            document = Builder.reserve_and_build(workspace, request, base, deadline, pulls)
+    if migration is not None:
+        document["config_migration"] = migration
+    return document
 
 
 def preflight(

@@ -142,10 +142,16 @@ class CreateSteps:
         outcome.update(path=str(exclude), pattern=PR_BODY_PATTERN, added=added)
 
     def _copy_files(self, listed: list[str], outcome: dict[str, Any]) -> None:
-        """The config's `copy` list, from the top level into the new worktree (SPEC 3.3)."""
+        """The config's `copy` list, from the main worktree into the new one (SPEC 3.3): never
+        from a linked worktree `--repo` may name, which is some executor's checkout."""
         progress(f"unit create {self.record.unit_id}: copy-files: {', '.join(listed)}")
         target = Path(self.record.worktree)
-        report = copy_listed(listed, source=self.workspace.toplevel, target=target)
+        source = git.main_worktree(self.workspace.common_git_dir)
+        if source is None:
+            why = "no main worktree (a bare repository)"
+            outcome.update(copied=[], skipped=[{"path": path, "why": why} for path in listed])
+            return
+        report = copy_listed(listed, source=source, target=target)
         outcome.update(copied=report.copied, skipped=report.skipped)
 
     def _setup(self, outcome: dict[str, Any]) -> None:
