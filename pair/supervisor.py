@@ -92,7 +92,7 @@ def build_receipt(
     started_at: str,
     rate_limits: dict[str, Any] | None,
     leftovers: list[dict[str, Any]],
-    foreign_ref_changes: list[dict[str, Any]] | None,
+    audits: dict[str, list[dict[str, Any]] | None],  # foreign_ref_changes, foreign_config_changes
 ) -> dict[str, Any]:
     seq, kind = marker.seq, marker.kind
     outcome = result.outcome
@@ -137,7 +137,7 @@ def build_receipt(
             "throttle_signals": result.throttle_signals,
             "rate_limits": rate_limits,
             "retry_after_seconds": retry_after,
-            "foreign_ref_changes": foreign_ref_changes,
+            **audits,
             "reply_file": str(paths.turn_file(seq, kind, "-reply.md")) if outcome.reply else None,
             "partner_pid": result.partner.pid if result.partner else None,
         }
@@ -299,6 +299,8 @@ def run_and_account(
         environment["UNITMGR_UNIT"] = session.unit
     branch = session.branch or pair_git.current_branch(paths.state_dir.parent)
     refs_before = audit_refs(paths, session) if marker.write else None
+    audited = (Path(session.worktree), paths.state_dir.parent)  # the config audit (SPEC 8)
+    config_before = pair_git.config_snapshot_or_none(*audited)
 
     def record_partner(identity: ProcessIdentity) -> None:
         update_owned_marker(paths, token, partner=identity.to_json())
@@ -350,6 +352,7 @@ def run_and_account(
     # and a double fork (reparented here, the subreaper) — dies with the turn.
     leftovers = [*result.leftovers, *sweep_descendants()]
     changes = foreign_changes(paths, session, refs_before, branch) if marker.write else None
+    config_changes = pair_git.foreign_config_changes(*audited, config_before)
     if result.outcome.reply:
         write_text_atomic(request.reply_file, result.outcome.reply + "\n")
     elif request.reply_file.exists():
@@ -369,7 +372,7 @@ def run_and_account(
         started_at=started_at,
         rate_limits=rate_limits,
         leftovers=leftovers,
-        foreign_ref_changes=changes,
+        audits={"foreign_ref_changes": changes, "foreign_config_changes": config_changes},
     )
 
 

@@ -684,3 +684,15 @@ def hooks_directory(*, cwd: Path) -> Path:
         ["rev-parse", "--path-format=absolute", "--git-path", "hooks"], cwd=cwd, step="hooks"
     )
     return Path(result.stdout.strip())
+
+
+# -- the config audit (SPEC 8) ----------------------------------------------------------------
+
+
+def config_listing(*, cwd: Path, file: Path | None = None) -> str | None:
+    """`git config --list` with scopes and origins (pair/gitconfig.py `LIST_ARGS`), of every
+    file git reads in `cwd` or of one `file`; None when git cannot list it."""
+    from pair.config_audit import listing_args
+
+    result = run_git(listing_args(file), cwd=cwd, step="git config --list", check=False)
+    return result.stdout if result.returncode == 0 else None

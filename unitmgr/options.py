@@ -217,3 +217,14 @@ class IntakeOptions:
 @dataclass(frozen=True)
 class ConfigOptions:
     """`unit config` takes only the common `--repo` and `--format`."""
+
+
+@dataclass(frozen=True)
+class DoctorOptions:
+    """`unit doctor` (SPEC 8's config audit): what in the repository can make git run something."""
+
+    trust: bool = option(
+        "--trust",
+        "Accept the current git config, hooks and attributes as the trusted baseline.",
+        False,
+    )

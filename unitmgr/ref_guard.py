@@ -76,6 +76,11 @@ def install(toplevel: Path) -> dict[str, Any]:
     text = hook_text(sys.executable)
     if not _is_ours(hook) or hook.read_text(encoding="utf-8") != text:
         write_text_atomic(hook, text, mode=0o755)
+    # unitmgr's own hook (and the one it moved aside) is accepted, not foreign (SPEC 8).
+    from unitmgr import config_audit
+
+    common_dir = git.resolve_repository(toplevel).common_git_dir
+    config_audit.accept_paths(toplevel, common_dir, [hook, chained])
     return {"installed": str(hook), "chained": str(chained) if os.path.lexists(chained) else None}
 
 
