@@ -77,6 +77,20 @@ def test_a_planted_key_and_hook_are_reported_refused_and_removed_by_next(
         ("verify", "--unit", "u1", "--dry-run"),
         ("dismantle", "--unit", "u1", "--force", "u1"),
         ("cancel", "--unit", "u1"),
+        ("scope", "--unit", "u1", "--approve"),
+        (
+            "restaff",
+            "--unit",
+            "u1",
+            "--lead",
+            "human",
+            "--partner",
+            "script",
+            "--reason",
+            "r",
+            "--model",
+            "cat",
+        ),
         tuple(sandbox.create_args("u2")),
     ]
     before = sandbox.snapshot()
@@ -212,6 +226,16 @@ def test_a_huge_hooks_directory_and_a_huge_hook_cost_a_bounded_scan(sandbox: San
     assert time.monotonic() - started < 60
     assert [entry["value"] for entry in doctor["hooks"]] == ["overflow: more than 256 entries"]
     assert doctor["next"] == f"rm -rf {hooks.resolve()}"
+
+
+def test_a_refused_first_create_takes_no_baseline(sandbox: Sandbox) -> None:
+    bad = sandbox.create("u1", partner="nobody")  # bad input: exit 2
+    assert bad.code == 2, bad.stdout
+    doctor = sandbox.unit("doctor")
+    assert doctor["baseline"]["exists"] is False
+    dry = sandbox.create("u1", "--dry-run")
+    assert dry.code == 0 and dry["config_baseline"]["taken"] is False, dry.stdout
+    assert sandbox.unit("doctor")["baseline"]["exists"] is False
 
 
 def test_an_unreadable_baseline_trusts_nothing(

@@ -16,6 +16,7 @@ unitmgr/git.py's `config_listing`. This module never writes inside the common di
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from pathlib import Path
 
@@ -100,6 +101,14 @@ def require_trusted(repo: str, *, command: str, dry_run: bool) -> dict[str, Any]
     if found:
         raise untrusted(found, paths.common_git_dir)
     return None
+
+
+def forget_first_use(first_use: dict[str, Any]) -> None:
+    """Undo `require_trusted`'s first-use baseline (the command was refused as bad input)."""
+    import os
+
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(first_use["file"])
 
 
 def changes_now(toplevel: Path, common_dir: Path) -> list[dict[str, Any]] | None:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from registry.errors import StateError, ToolError, marking_dry_run
+from registry.errors import StateError, ToolError, UsageError, marking_dry_run
 from registry.redact import redact
 from unitmgr.lifecycle.journal import Journal, StepOutcome
 
@@ -152,7 +152,14 @@ def dry_run_aware(command: Command[Options]) -> Command[Options]:
                 first_use = config_audit.require_trusted(
                     repo, command=f"unit {verb}", dry_run=options.dry_run
                 )
-            result = command(repo, options)
+            try:
+                result = command(repo, options)
+            except UsageError:
+                # Bad input writes nothing (SPEC 8), not even the first use's baseline; a later
+                # failure keeps it: the executor may have run by then.
+                if first_use is not None and first_use["taken"]:
+                    config_audit.forget_first_use(first_use)
+                raise
             if first_use is not None and result.get("ok"):
                 result["config_baseline"] = first_use
             return result
