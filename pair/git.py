@@ -6,12 +6,17 @@ State is per worktree, in `<absolute-git-dir>/pair/`, so every linked worktree h
 from __future__ import annotations
 
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pair.errors import StateError, UsageError
 from pair.paths import state_dir_for
 from registry.environment import child_environment
+
+if TYPE_CHECKING:
+    from pair.config_audit import Item
 
 GIT_TIMEOUT_SECONDS = 120
 
@@ -151,3 +156,69 @@ def is_ancestor(older: str, newer: str, worktree: Path) -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return completed.returncode == 0
+
+
+# -- the config audit (SPEC 8) ----------------------------------------------------------------
+
+
+def config_listing(cwd: Path, *, file: Path | None = None) -> str | None:
+    """`git config --list` with scopes and origins (pair/gitconfig.py `LIST_ARGS`), of every
+    file git reads in `cwd` or of one `file`; None when git cannot list it."""
+    from pair.config_audit import listing_args
+
+    try:
+        completed = _git(cwd, *listing_args(file))
+    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
+        return None
+    return completed.stdout if completed.returncode == 0 else None
+
+
+def config_snapshot(worktree: Path, git_dir: Path) -> dict[tuple[str, str, str], Item]:
+    """The config audit's snapshot (pair/config_audit.py) of the repository of `worktree`."""
+    from pair import config_audit
+
+    listing = config_listing(worktree)
+    if listing is None:
+        raise StateError("git-failed", f"git config --list failed in {worktree}")
+    return config_audit.snapshot(
+        listing,
+        cwd=worktree,
+        common_dir=common_dir(git_dir),
+        list_file=lambda path: config_listing(worktree, file=path),
+    )
+
+
+def config_snapshot_or_none(
+    worktree: Path, git_dir: Path
+) -> dict[tuple[str, str, str], Item] | None:
+    """The snapshot before a turn; None (no audit of this turn) when git cannot list the config."""
+    try:
+        return config_snapshot(worktree, git_dir)
+    except Exception as error:
+        print(f"config audit unavailable: {error}", file=sys.stderr)
+        return None
+
+
+def foreign_config_changes(
+    worktree: Path, git_dir: Path, before: dict[tuple[str, str, str], Item] | None
+) -> list[dict[str, str | None]] | None:
+    """What changed in the repository's executable config during a turn, minus what ends in
+    the lead's accepted state (unitmgr installed it, or the lead removed a plant meanwhile).
+    A snapshot the turn made impossible to take is itself a change."""
+    from pair import config_audit
+
+    if before is None:
+        return None
+    after = config_snapshot_or_none(worktree, git_dir)
+    if after is None:
+        return [
+            {
+                "kind": "config",
+                "key_or_path": "(the whole config)",
+                "file": str(common_dir(git_dir) / "config"),
+                "before": "listed",
+                "after": "git config --list fails after the turn",
+            }
+        ]
+    accepted = config_audit.read_baseline(common_dir(git_dir))
+    return config_audit.changes(before, after, accepted=accepted)

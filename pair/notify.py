@@ -31,6 +31,11 @@ def attention_for(receipt: dict[str, Any]) -> dict[str, Any] | None:
     nobody."""
     status = receipt.get("status")
     since = receipt.get("finished_at")
+    config_changes = receipt.get("foreign_config_changes") or []
+    planted = [str(change.get("key_or_path")) for change in config_changes]
+    if planted:  # as unitmgr/views/attention.py says it: the lead acts before anything else
+        why = f"the turn changed git config it does not own: {', '.join(planted)}"
+        return {"state": "failed", "since": since, "why": why[:400]}
     if status == "replied":
         first_line = next(
             (line.strip() for line in str(receipt.get("reply") or "").splitlines() if line.strip()),

@@ -101,6 +101,7 @@ def minimal_receipt(
         "leftovers": leftovers,
         "foreign_ref_changes": None,
         "unattributed_ref_changes": None,
+        "foreign_config_changes": None,
         "receipt_file": str(paths.turn_file(seq, kind, "-receipt.json")),
         "transcript": str(transcript),
         "prompt_file": str(paths.turn_file(seq, kind, "-prompt.md")),

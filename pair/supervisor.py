@@ -94,8 +94,7 @@ def build_receipt(
     started_at: str,
     rate_limits: dict[str, Any] | None,
     leftovers: list[dict[str, Any]],
-    foreign_ref_changes: list[dict[str, Any]] | None,
-    unattributed_ref_changes: list[dict[str, Any]] | None = None,
+    audits: dict[str, list[dict[str, Any]] | None],  # foreign/unattributed ref, foreign config
 ) -> dict[str, Any]:
     seq, kind = marker.seq, marker.kind
     outcome = result.outcome
@@ -140,8 +139,7 @@ def build_receipt(
             "throttle_signals": result.throttle_signals,
             "rate_limits": rate_limits,
             "retry_after_seconds": retry_after,
-            "foreign_ref_changes": foreign_ref_changes,
-            "unattributed_ref_changes": unattributed_ref_changes,
+            **audits,
             "reply_file": str(paths.turn_file(seq, kind, "-reply.md")) if outcome.reply else None,
             "partner_pid": result.partner.pid if result.partner else None,
         }
@@ -284,6 +282,8 @@ def run_and_account(
     branch = session.branch or pair_git.current_branch(paths.state_dir.parent)
     audit_since = time.time()  # the window the ledger and the ref log are read for
     refs_before = audit_refs(paths, session) if marker.write else None
+    audited = (Path(session.worktree), paths.state_dir.parent)  # the config audit (SPEC 8)
+    config_before = pair_git.config_snapshot_or_none(*audited)
 
     def record_partner(identity: ProcessIdentity) -> None:
         update_owned_marker(paths, token, partner=identity.to_json())
@@ -339,6 +339,7 @@ def run_and_account(
         if marker.write
         else (None, None)
     )
+    config_changes = pair_git.foreign_config_changes(*audited, config_before)
     if result.outcome.reply:
         write_text_atomic(request.reply_file, result.outcome.reply + "\n")
     elif request.reply_file.exists():
@@ -358,8 +359,11 @@ def run_and_account(
         started_at=started_at,
         rate_limits=rate_limits,
         leftovers=leftovers,
-        foreign_ref_changes=changes,
-        unattributed_ref_changes=unattributed,
+        audits={
+            "foreign_ref_changes": changes,
+            "unattributed_ref_changes": unattributed,
+            "foreign_config_changes": config_changes,
+        },
     )
 
 

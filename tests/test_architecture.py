@@ -103,6 +103,7 @@ PAIR_SURFACE = (
     "pair.identity",
     "pair.environment",
     "pair.gitconfig",
+    "pair.config_audit",
 )
 
 

@@ -426,6 +426,13 @@ def _untrusted(e: Env) -> Result:
     return e.unit("dismantle", "--unit", "u1", "--force", "u1")
 
 
+@case("repo-config-untrusted")
+def _config_untrusted(e: Env) -> Result:
+    e.working()
+    git(e.sandbox.worktree("u1"), "config", "core.fsmonitor", "planted")  # as an executor would
+    return e.unit("verify", "--unit", "u1")
+
+
 @case("wrong-lifecycle")
 def _wrong_lifecycle(e: Env) -> Result:
     write_record(e.sandbox, "u1", lifecycle="create-failed", lead="human")

@@ -38,6 +38,7 @@ COMMANDS = {
     "tail": "tail",
     "serve": "serve",
     "config": "config",
+    "doctor": "doctor",
 }
 
 

@@ -702,3 +702,15 @@ def main_worktree(common_git_dir: Path) -> Path | None:
     if real.name != ".git" or not real.parent.is_dir():
         return None
     return real.parent
+
+
+# -- the config audit (SPEC 8) ----------------------------------------------------------------
+
+
+def config_listing(*, cwd: Path, file: Path | None = None) -> str | None:
+    """`git config --list` with scopes and origins (pair/gitconfig.py `LIST_ARGS`), of every
+    file git reads in `cwd` or of one `file`; None when git cannot list it."""
+    from pair.config_audit import listing_args
+
+    result = run_git(listing_args(file), cwd=cwd, step="git config --list", check=False)
+    return result.stdout if result.returncode == 0 else None

@@ -39,6 +39,7 @@ PAGES: dict[str, str] = {
         "  tail       A turn's transcript for a person.\n"
         "  serve      A read-only web dashboard.\n"
         "  config     The effective project settings.\n"
+        "  doctor     Audit what can make git run something.\n"
     ),
     "create": (
         "Usage: unit create [OPTIONS]\n"
@@ -338,5 +339,18 @@ PAGES: dict[str, str] = {
         "                       .]\n"
         "  --format json|table  json (default) or table.  [default: json]\n"
         "  --help               Show this message and exit.\n"
+    ),
+    "doctor": (
+        "Usage: unit doctor [OPTIONS]\n"
+        "\n"
+        "  Audit what can make git run something. Every executable config key, hook and\n"
+        "  attributes file, trusted or foreign, and how to remove it; --trust accepts\n"
+        "  them.\n"
+        "\n"
+        "Options:\n"
+        "  --trust      Accept the current git config, hooks and attributes as the\n"
+        "               trusted baseline.\n"
+        "  --repo PATH  The repository (default: current directory).  [default: .]\n"
+        "  --help       Show this message and exit.\n"
     ),
 }

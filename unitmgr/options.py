@@ -222,3 +222,14 @@ class ConfigOptions:
         "--approve", "Approve the setup and notify.command the config files now give.", False
     )
     dry_run: bool = _dry_run()
+
+
+@dataclass(frozen=True)
+class DoctorOptions:
+    """`unit doctor` (SPEC 8's config audit): what in the repository can make git run something."""
+
+    trust: bool = option(
+        "--trust",
+        "Accept the current git config, hooks and attributes as the trusted baseline.",
+        False,
+    )

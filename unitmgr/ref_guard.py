@@ -107,6 +107,10 @@ def install(toplevel: Path, common_git_dir: Path, *, guard: bool) -> dict[str, A
     text = hook_text(sys.executable, audit_log=audit_log_path(common_git_dir), guard_flag=flag)
     if not _is_ours(hook) or hook.read_text(encoding="utf-8") != text:
         write_text_atomic(hook, text, mode=0o755)
+    # unitmgr's own hook (and the one it moved aside) is accepted, not foreign (SPEC 8).
+    from unitmgr import config_audit
+
+    config_audit.accept_paths(toplevel, common_git_dir, [hook, chained])
     return {
         "installed": str(hook),
         "chained": str(chained) if os.path.lexists(chained) else None,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from registry.errors import StateError, ToolError, marking_dry_run
+from registry.errors import StateError, ToolError, UsageError, marking_dry_run
 from registry.redact import redact
 from unitmgr.lifecycle.journal import Journal, StepOutcome
 
@@ -129,12 +129,39 @@ Options = TypeVar("Options", bound=_DryRunOptions)
 Command = Callable[[str, Options], dict[str, Any]]
 
 
+def _writes(options: object) -> bool:
+    """Whether the command writes: every one that enters here but `unit scope` without
+    `--approve`, which only reports."""
+    return bool(getattr(options, "approve", True))
+
+
 def dry_run_aware(command: Command[Options]) -> Command[Options]:
-    """`command(repo, options)`, whose refusals carry `dry_run: true` under `--dry-run`."""
+    """`command(repo, options)`, whose refusals carry `dry_run: true` under `--dry-run`.
+
+    A command that writes first has the config audit (SPEC 8) accept the repository's git
+    config, hooks and attributes, or refuse `repo-config-untrusted` — a dry run exactly so."""
 
     @functools.wraps(command)
     def run(repo: str, options: Options) -> dict[str, Any]:
         with marking_dry_run(options.dry_run):
-            return command(repo, options)
+            first_use = None
+            if _writes(options):
+                from unitmgr import config_audit
+
+                verb = command.__module__.rsplit(".", 1)[-1].removesuffix("_check")
+                first_use = config_audit.require_trusted(
+                    repo, command=f"unit {verb}", dry_run=options.dry_run
+                )
+            try:
+                result = command(repo, options)
+            except UsageError:
+                # Bad input writes nothing (SPEC 8), not even the first use's baseline; a later
+                # failure keeps it: the executor may have run by then.
+                if first_use is not None and first_use["taken"]:
+                    config_audit.forget_first_use(first_use)
+                raise
+            if first_use is not None and result.get("ok"):
+                result["config_baseline"] = first_use
+            return result
 
     return run

@@ -117,6 +117,11 @@ def derive(
     moved = [str(change.get("ref")) for change in receipt.get("foreign_ref_changes") or []]
     if moved:
         return _state("failed", finished, f"{turn} moved refs it does not own: {', '.join(moved)}")
+    config_changes = receipt.get("foreign_config_changes") or []
+    planted = [str(change.get("key_or_path")) for change in config_changes]
+    if planted:
+        why = f"{turn} changed git config it does not own: {', '.join(planted)}"
+        return _state("failed", finished, first_line(why))
     if status in FAILED_STATUSES:
         reason = first_line(receipt.get("reason"))
         return _state("failed", finished, f"{turn} {status}" + (f": {reason}" if reason else ""))

@@ -312,7 +312,25 @@ def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, A
             view, pair, now=now, stuck_after=stuck_after, busy=busy
         )
         units.append(view)
-    return {"ok": True, "repository": str(workspace.toplevel), "units": units}
+    return {
+        "ok": True,
+        "repository": str(workspace.toplevel),
+        "units": units,
+        **config_changes(workspace, scanned),
+    }
+
+
+def config_changes(workspace: Workspace, entries: list[Any]) -> dict[str, Any]:
+    """`{config_changes}`: the foreign git config, hooks and attributes in force now (SPEC 8),
+    once per command — a read still answers (the lead's git is neutralized) and shows them.
+    Nothing on an empty registry, which answers without git (unitmgr/quick_reads.py)."""
+    if not entries:
+        return {}
+    from unitmgr import config_audit
+
+    return {
+        "config_changes": config_audit.changes_now(workspace.toplevel, workspace.common_git_dir)
+    }
 
 
 # -- status --all ----------------------------------------------------------------------------
@@ -323,7 +341,7 @@ def receipt_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     keys = (
         "seq", "kind", "status", "reason", "heavy_queue", "rate_limits", "throttle_signals",
-        "foreign_ref_changes", "receipt_file",
+        "foreign_ref_changes", "foreign_config_changes", "receipt_file",
     )  # fmt: skip
     return {key: receipt.get(key) for key in keys}
 
@@ -462,6 +480,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
         "units": units,
         "overlaps": overlaps(changed_files),
         "unattributed_ref_changes": unattributed,
+        **config_changes(workspace, entries),
     }
 
 

@@ -96,6 +96,9 @@ def attention(unit: dict[str, Any]) -> list[tuple[str, str]]:
     moved = [change.get("ref") for change in receipt.get("foreign_ref_changes") or []]
     if moved:
         notes.append(("bold red", f"moved foreign refs: {', '.join(map(str, moved))}"))
+    planted = [change.get("key_or_path") for change in receipt.get("foreign_config_changes") or []]
+    if planted:
+        notes.append(("bold red", f"changed git config: {', '.join(map(str, planted))}"))
     throttle = receipt.get("throttle_signals") or {}
     if throttle.get("rate_limit_lines"):
         notes.append(("yellow", f"throttled x{throttle['rate_limit_lines']}"))
