@@ -197,3 +197,68 @@ def test_a_worktree_removed_before_git_starts_reads_as_git_failing_there(tmp_pat
         unit_git.run_git(["status"], cwd=gone, step="status")
     assert raised.value.code == "git-failed"
     assert unit_git.status_against(gone, branch="feat/x", upstream_ref="refs/heads/main") is None
+
+
+def _git_verbs(log: Path) -> list[str]:
+    """Each logged git call's subcommand (past `-c key=value` and `--no-optional-locks`)."""
+    verbs = []
+    for line in log.read_text().splitlines():
+        words = line.split()
+        index = 0
+        while index < len(words) and words[index].startswith("-"):
+            index += 2 if words[index] in ("-c", "-C") else 1
+        verbs.append(words[index] if index < len(words) else "")
+    return verbs
+
+
+def test_status_all_batches_the_diffs_of_units_ahead_of_their_base(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """A realistic batch (SPEC 7 rev 3): each unit one commit ahead with a dirty tracked file
+    costs one `status` per unit, and the overlaps' diffs two git processes for all of them."""
+    git(sandbox.repo, "update-ref", "refs/heads/main", "HEAD")
+    names = ("u1", "u2", "u3", "u4")
+    for name in names:
+        path = _worktree(sandbox, name, f"feat/{name}")
+        (path / f"{name}.txt").write_text("mine\n")
+        (path / "shared.txt").write_text("both\n")
+        git(path, "add", f"{name}.txt", "shared.txt")
+        git(path, "commit", "-q", "-m", name)
+        (path / "README.md").write_text("dirty\n")
+        write_record(sandbox, name, base_ref="refs/heads/main")
+    # One unit merged its base back in: its merge base needs git's own answer.
+    (sandbox.repo / "later.txt").write_text("later\n")
+    git(sandbox.repo, "add", "later.txt")
+    git(sandbox.repo, "commit", "-q", "-m", "base moves")
+    git(sandbox.worktree("u4"), "merge", "-q", "--no-edit", "main")
+    log = tmp_path / "git.log"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    real = git(sandbox.repo, "--exec-path")
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {real}/git "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, "PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
+    result = run_cli(
+        "unit", "status", "--all", "--repo", str(sandbox.repo), cwd=sandbox.root, env=env
+    )
+    assert result.code == 0, result.stdout
+    document = json.loads(result.stdout)
+    verbs = _git_verbs(log)
+    assert verbs.count("status") == len(names), verbs
+    assert verbs.count("rev-list") == 1 and verbs.count("diff-tree") == 1, verbs
+    assert verbs.count("diff") == 1, verbs  # u4 alone: the merge of its base
+    # The batched answer is the one `git diff base...HEAD` gives, unit by unit.
+    overlapping = {tuple(entry["units"]): entry["files"] for entry in document["overlaps"]}
+    for first, second in (("u1", "u2"), ("u1", "u4"), ("u3", "u4")):
+        assert "shared.txt" in overlapping[(first, second)], overlapping
+    for name in names:
+        expected = unit_git.changed_since_merge_base(
+            "refs/heads/main", worktree=sandbox.worktree(name)
+        )
+        assert expected is not None and f"{name}.txt" in expected
+    scanned = WorktreeScanner().scan([_job(sandbox, name) for name in names])
+    for name, facts in zip(names, scanned, strict=True):
+        expected = unit_git.changed_since_merge_base(
+            "refs/heads/main", worktree=sandbox.worktree(name)
+        )
+        assert facts.committed == expected, name

@@ -88,10 +88,12 @@ def run_git(
     check: bool = True,
     optional_locks: bool = True,
     environment: dict[str, str] | None = None,
+    stdin_text: str | None = None,
 ) -> GitResult:
     """Run `git <args>` in `cwd`. `check` raises `GitError` on a non-zero exit.
 
-    `environment` adds variables to the no-prompt child environment."""
+    `environment` adds variables to the no-prompt child environment; `stdin_text` is git's
+    standard input (else /dev/null)."""
     argv = ["git"]
     if not optional_locks:
         argv.append("--no-optional-locks")  # status must not rewrite the index of a reader
@@ -102,7 +104,7 @@ def run_git(
         process = subprocess.Popen(
             argv,
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -123,7 +125,8 @@ def run_git(
         raise
     try:
         release_interrupts()
-        stdout, stderr = process.communicate(timeout=seconds)
+        given = None if stdin_text is None else stdin_text.encode("utf-8", "surrogateescape")
+        stdout, stderr = process.communicate(given, timeout=seconds)
     except subprocess.TimeoutExpired:
         stop_child_group(process)
         process.communicate()
@@ -714,3 +717,64 @@ def config_listing(*, cwd: Path, file: Path | None = None) -> str | None:
 
     result = run_git(listing_args(file), cwd=cwd, step="git config --list", check=False)
     return result.stdout if result.returncode == 0 else None
+
+
+# -- status --all's overlaps in one batch (SPEC 7 revision 3) ---------------------------------
+
+
+def commits_ahead_with_parents(
+    base_ref: str, heads: Sequence[str], *, cwd: Path
+) -> dict[str, list[str]] | None:
+    """Every commit reachable from one of `heads` but not from `base_ref`, with its parents
+    (`git rev-list --parents HEADS --not BASE`): one process for every unit on that base.
+    None when git fails."""
+    if not heads:
+        return {}
+    result = run_git(
+        ["rev-list", "--parents", *heads, "--not", base_ref, "--"],
+        cwd=cwd,
+        step="rev-list",
+        check=False,
+    )
+    if result.returncode != 0:
+        return None
+    commits: dict[str, list[str]] = {}
+    for line in result.stdout.splitlines():
+        sha, *parents = line.split()
+        commits[sha] = parents
+    return commits
+
+
+def changed_between(pairs: Sequence[tuple[str, str]], *, cwd: Path) -> list[list[str]] | None:
+    """The files that differ between each `(head, base)` commit pair, in order, from one `git
+    diff-tree --stdin` (a pair without differences prints nothing, so each block is found by
+    its head, which diff-tree prints first). None when git fails."""
+    if not pairs:
+        return []
+    text = "".join(f"{head} {base}\n" for head, base in pairs)
+    result = run_git(
+        ["diff-tree", "--stdin", "-r", "--name-only", "-z", "--no-renames"],
+        cwd=cwd,
+        step="diff-tree --stdin",
+        check=False,
+        stdin_text=text,
+    )
+    if result.returncode != 0:
+        return None
+    found: list[list[str]] = [[] for _ in pairs]
+    index_of: dict[str, list[int]] = {}
+    for index, (head, _) in enumerate(pairs):
+        index_of.setdefault(head, []).append(index)
+    current: list[int] = []
+    position = -1  # headers come in input order: a name is a header only if a later head
+    for item in result.stdout.split("\0"):
+        if not item:
+            continue
+        later = [i for i in index_of.get(item, []) if i > position]
+        if later:
+            current = [i for i in index_of[item] if i >= later[0]]
+            position = current[-1]
+            continue
+        for index in current:
+            found[index].append(item)
+    return found

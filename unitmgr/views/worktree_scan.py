@@ -2,11 +2,15 @@
 long-lived process, reused while the worktree is unchanged.
 
 Per present worktree this costs one `git status --porcelain --branch` (which also counts
-ahead/behind against the unit's base, SPEC 3.4), plus one `git diff --name-only base...HEAD` only
-when the branch is ahead of its base (a branch that is not ahead has no committed changes). The
-separate `rev-list` runs only when the status header cannot answer (detached or unborn HEAD, or
-the branch carries its own upstream). The calls for all worktrees run in a thread pool: git does
-the work in its own processes, so they spread over the cores.
+ahead/behind against the unit's base, SPEC 3.4). The committed changes of every unit ahead of its
+base come from two processes for the whole batch (SPEC 7 revision 3): one `git rev-list
+--parents HEADS --not BASE` per base (each unit's merge base is where its own commits meet the
+base), then one `git diff-tree --stdin` over every `(HEAD, merge base)` pair; a unit whose merge
+base that walk cannot name alone (a merge of the base, an unborn or detached HEAD) gets its own
+`git diff --name-only base...HEAD`. The separate `rev-list` runs only when the status header
+cannot answer (detached or unborn HEAD, or the branch carries its own upstream). The per-worktree
+calls run in a thread pool: git does the work in its own processes, so they spread over the
+cores.
 
 A `WorktreeScanner(reuse=True)` (held by `unit watch`, later `unit serve`) skips the git calls
 for a worktree whose HEAD, index, base ref and directory mtimes are unchanged since its last
@@ -19,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -37,6 +41,7 @@ class WorktreeFacts:
     counts: tuple[int, int] | None  # (ahead, behind) against the base ref; None: git failed
     entries: list[str] | None  # `git status --porcelain` entries; None: git failed
     committed: list[str] | None  # files changed on HEAD since its merge base; None: git failed
+    committed_pending: bool = False  # ahead of its base: `scan` fills `committed` in its batch
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,18 @@ class WorktreeScanner:
 
     def scan(self, jobs: Sequence[WorktreeJob]) -> list[WorktreeFacts]:
         self.git_runs = 0
-        return concurrently(self._facts, jobs)
+        found = concurrently(self._facts, jobs)
+        pending = [index for index, facts in enumerate(found) if facts.committed_pending]
+        if pending:
+            committed = self._committed_batch([jobs[index] for index in pending])
+            for index, files in zip(pending, committed, strict=True):
+                found[index] = replace(found[index], committed=files, committed_pending=False)
+                if self.reuse:
+                    key = f"{jobs[index].worktree}\0{jobs[index].base_ref}"
+                    remembered = self._seen.get(key)
+                    if remembered is not None and remembered[2].committed_pending:
+                        self._seen[key] = (remembered[0], remembered[1], found[index])
+        return found
 
     def _facts(self, job: WorktreeJob) -> WorktreeFacts:
         if not self.reuse:
@@ -144,19 +160,51 @@ class WorktreeScanner:
         if status is None and not job.branch:
             entries = git.status_porcelain(job.worktree, untracked=job.untracked)
         if counts is not None and counts[0] == 0:
-            committed: list[str] | None = []  # HEAD is its own merge base: nothing committed
-        else:
-            committed = self._committed_changes(job)
-        return WorktreeFacts(counts, entries, committed), pruned
+            # HEAD is its own merge base: nothing committed
+            return WorktreeFacts(counts, entries, []), pruned
+        remembered = self._committed.get((str(job.worktree), job.base_ref, job.head or ""))
+        if job.head is not None and remembered is not None:
+            return WorktreeFacts(counts, entries, remembered), pruned
+        return WorktreeFacts(counts, entries, None, committed_pending=True), pruned
 
-    def _committed_changes(self, job: WorktreeJob) -> list[str] | None:
-        """Memoized by (worktree, base, HEAD): the answer only changes when HEAD moves."""
-        if job.head is None:
-            return git.changed_since_merge_base(job.base_ref, worktree=job.worktree)
-        key = (str(job.worktree), job.base_ref, job.head)
-        if key not in self._committed:
-            self._committed[key] = git.changed_since_merge_base(job.base_ref, worktree=job.worktree)
-        return self._committed[key]
+    def _committed_batch(self, jobs: list[WorktreeJob]) -> list[list[str] | None]:
+        """The committed changes of `jobs` (all ahead of their base), batched per base; memoized
+        by (worktree, base, HEAD): the answer only changes when HEAD moves."""
+        found: dict[int, list[str] | None] = {}
+        by_base: dict[str, list[int]] = {}
+        for index, job in enumerate(jobs):
+            if job.head is not None:
+                by_base.setdefault(job.base_ref, []).append(index)
+        for base_ref, indexes in by_base.items():
+            cwd = jobs[indexes[0]].worktree
+            heads = sorted({str(jobs[index].head) for index in indexes})
+            commits = git.commits_ahead_with_parents(base_ref, heads, cwd=cwd)
+            if commits is None:
+                continue
+            pairs: list[tuple[str, str]] = []
+            paired: list[int] = []
+            for index in indexes:
+                merge_base = _merge_base(str(jobs[index].head), commits)
+                if merge_base is not None:
+                    pairs.append((str(jobs[index].head), merge_base))
+                    paired.append(index)
+            changed = git.changed_between(pairs, cwd=cwd)
+            if changed is not None:
+                found.update(zip(paired, changed, strict=True))
+        alone = [index for index in range(len(jobs)) if index not in found]
+        for index, files in zip(
+            alone,
+            concurrently(
+                lambda job: git.changed_since_merge_base(job.base_ref, worktree=job.worktree),
+                [jobs[index] for index in alone],
+            ),
+            strict=True,
+        ):
+            found[index] = files
+        for index, job in enumerate(jobs):
+            if job.head is not None and found[index] is not None:
+                self._committed[(str(job.worktree), job.base_ref, job.head)] = found[index]
+        return [found[index] for index in range(len(jobs))]
 
     def _stamp(self, job: WorktreeJob) -> tuple[object, ...]:
         """What must be unchanged for the last facts to still hold: HEAD (commit and branch), the
@@ -171,6 +219,31 @@ class WorktreeScanner:
             parts.append(_mtime(path))
         parts.extend(_directory_mtimes(job.worktree, self._pruned.get(str(job.worktree), set())))
         return tuple(parts)
+
+
+def _merge_base(head: str, commits: dict[str, list[str]]) -> str | None:
+    """Where `head`'s own commits (`commits`: those not on the base, with their parents) meet
+    the base: the one parent outside them. None when there is not exactly one (a merge of the
+    base into the branch, a root commit): `git diff base...HEAD` then decides."""
+    if head not in commits:
+        return None
+    boundary: set[str] = set()
+    seen: set[str] = set()
+    stack = [head]
+    while stack:
+        commit = stack.pop()
+        if commit in seen:
+            continue
+        seen.add(commit)
+        parents = commits[commit]
+        if not parents:
+            return None  # a root commit off the base: no merge base at all
+        for parent in parents:
+            if parent in commits:
+                stack.append(parent)
+            else:
+                boundary.add(parent)
+    return next(iter(boundary)) if len(boundary) == 1 else None
 
 
 def _gitdir(worktree: Path) -> Path | None:

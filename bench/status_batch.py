@@ -1,0 +1,141 @@
+"""`unit status --all` over a realistic batch, as a ratio of one `git status --porcelain`.
+
+SPEC 7 (revision 3): the case users have, not the easy one. Every unit is made by `unit create`
+(script partner, no origin), then its executor's work is played into its worktree: one commit
+ahead of the base and one dirty tracked file. A unit sitting at its base runs no diff at all,
+so a bench of such units (bench/status_scale.py) times only the easy case.
+
+The yardstick, `git status --porcelain` in one unit's worktree, is timed right before each
+`status --all`, so both see the same load. Before timing, every unit's summary is checked
+complete (worktree present, one commit ahead, one dirty file, pair readable).
+
+Usage: `python -m bench.status_batch [COUNT ...]` (default 100 300 1000). Creating 1000 units
+takes minutes; the counts run one after the other, each in a fresh scratch repository.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench.common import environment, run, scratch
+
+COUNTS = (100, 300, 1000)
+RUNS = 5
+CREATORS = 4  # concurrent creates while building (the registry lock serializes only reserve)
+
+
+def build(root: Path, count: int, env: dict[str, str]) -> Path:
+    repo = root / "repo"
+    run(["git", "init", "-q", "-b", "main", str(repo)], env, root)
+    (repo / "README.md").write_text("bench\n")
+    run(["git", "-C", str(repo), "add", "README.md"], env, root)
+    run(["git", "-C", str(repo), "commit", "-q", "-m", "initial"], env, root)
+    task = root / "task.md"
+    task.write_text("bench task\n")
+    unit = str(Path(sys.executable).with_name("unit"))
+
+    def create(index: int) -> None:
+        name = f"u{index:04d}"
+        worktree = root / "wt" / name
+        argv = [
+            unit, "create", "--repo", str(repo), "--unit", name, "--worktree", str(worktree),
+            "--branch", f"bench/{name}", "--base", "main", "--scope", "bench",
+            "--validation", "true", "--lead", "human", "--partner", "script",
+            "--model", "cat > /dev/null; echo ok", "--reason", "bench",
+            "--task-file", str(task), "--max-active", str(count), "--max-held", str(count),
+        ]  # fmt: skip
+        run(argv, env, root)
+        # The executor's work: a file of its own committed, then edited again and not committed
+        # (its own: units sharing a dirty path would all overlap, n² pairs in the output).
+        own = worktree / f"work-{name}.txt"
+        own.write_text("done\n")
+        run(["git", "-C", str(worktree), "add", own.name], env, root)
+        run(["git", "-C", str(worktree), "commit", "-q", "-m", name], env, root)
+        own.write_text("done, and more in progress\n")
+
+    with ThreadPoolExecutor(max_workers=CREATORS) as pool:
+        list(pool.map(create, range(count)))
+    return repo
+
+
+def check_complete(document: dict[str, Any], count: int) -> None:
+    """Every summary is whole: a null here means the bench would time a failing git call."""
+    units = document["units"]
+    assert len(units) == count, len(units)
+    assert document["overlaps"] == [], document["overlaps"][:3]  # each unit's own file only
+    for unit in units:
+        worktree, pair = unit["worktree"], unit["pair"]
+        assert worktree["present"], unit
+        assert (worktree["ahead_of_base"], worktree["behind_base"]) == (1, 0), unit
+        own = f" M work-{unit['unit_id']}.txt"
+        assert worktree["dirty_files"] == 1 and worktree["dirty_sample"] == [own], unit
+        assert "error" not in pair, unit
+
+
+def seconds(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
+    started = time.perf_counter()
+    completed = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=True)
+    return time.perf_counter() - started, completed.stdout
+
+
+def measure(counts: tuple[int, ...]) -> list[dict[str, Any]]:
+    rows = []
+    unit = str(Path(sys.executable).with_name("unit"))
+    for count in counts:
+        root = scratch()
+        try:
+            (root / "home").mkdir()
+            env = environment(root / "home")
+            started = time.perf_counter()
+            repo = build(root, count, env)
+            built = time.perf_counter() - started
+            yardstick_worktree = root / "wt" / "u0000"
+            status_samples, git_samples = [], []
+            for _ in range(RUNS):
+                one, _ = seconds(["git", "status", "--porcelain"], env, yardstick_worktree)
+                git_samples.append(one)
+                taken, output = seconds([unit, "status", "--all", "--repo", str(repo)], env, root)
+                check_complete(json.loads(output), count)
+                status_samples.append(taken)
+            total = statistics.median(status_samples)
+            yardstick = statistics.median(git_samples)
+            rows.append(
+                {
+                    "units": count,
+                    "built_seconds": built,
+                    "status_all": total,
+                    "git_status": yardstick,
+                    "ratio": total / count / yardstick,
+                }
+            )
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
+def report(counts: tuple[int, ...] = COUNTS) -> str:
+    lines = [
+        "| units (made by `unit create`, 1 commit ahead, 1 dirty file) | `status --all` "
+        "| per unit | one `git status --porcelain` | per unit / `git status` (goal: at most 1) |",
+        "|---|---|---|---|---|",
+    ]
+    for row in measure(counts):
+        lines.append(
+            f"| {row['units']} | {row['status_all'] * 1000:.0f} ms "
+            f"| {row['status_all'] * 1000 / row['units']:.2f} ms "
+            f"| {row['git_status'] * 1000:.2f} ms | {row['ratio']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    chosen = tuple(int(word) for word in sys.argv[1:]) or COUNTS
+    print(report(chosen))
