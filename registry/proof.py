@@ -19,7 +19,6 @@ It reads processes; it signals nothing. psutil is imported inside the functions.
 from __future__ import annotations
 
 import os
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +91,8 @@ def new_child_token(owner: str) -> str:
     environment of a process that already runs, and the prefix binds it to its owner, so a
     token copied from another unit's journal proves nothing for this one.
     """
+    import secrets  # off the start-up path: `status --all` imports this module, not this
+
     return f"{owner}/{secrets.token_hex(16)}"
 
 
