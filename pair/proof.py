@@ -105,7 +105,8 @@ def refuse_untrusted(paths: PairPaths, marker: Any, root: str) -> None:
     raise StateError(
         "record-untrusted",
         f"the in-flight marker {paths.marker_file} names {first['field']} pid {first['pid']}, "
-        f"but that is {first['found']}, not seq {marker.seq}'s — nothing was signalled",
+        f"but that is {first['found']}, not seq {marker.seq}'s — nothing was signalled; "
+        f"pair clear --repo {root} releases a marker no proven process holds",
         detail={"field": first["field"], "recorded": first["pid"], "found": found},
         next_step=f"ps -o pid,lstart,args -p {first['pid']}",
     )
