@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pair.commands.shared import parse_minutes, paths_at, paths_for
     from pair.commands.status import never_started, read_status, status
     from pair.commands.wait import ended_receipt, wait
+    from pair.proof import turn_proof
     from pair.state import read_receipt
 
 # Where each command lives: a caller pays only for the modules of the commands it uses
@@ -42,6 +43,7 @@ _MODULE_OF = {
     **dict.fromkeys(("never_started", "read_status", "status"), "status"),
     **dict.fromkeys(("ended_receipt", "wait"), "wait"),
     "read_receipt": "pair.state",  # a receipt file, read as every command reads it
+    "turn_proof": "pair.proof",  # what proves a bootstrap partner a unit journaled (SPEC 8)
 }
 
 
@@ -81,5 +83,6 @@ __all__ = [
     "state_dir_for",
     "status",
     "turn_files",
+    "turn_proof",
     "wait",
 ]

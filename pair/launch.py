@@ -31,7 +31,7 @@ from typing import Any, NoReturn, Protocol
 from pair.errors import StateError
 from pair.paths import PairPaths
 from pair.state import MarkerUnreadable, read_marker, read_receipt, release_owned_marker
-from registry.processes import ProcessIdentity, identify, kill_tree
+from registry.processes import OWN_CHILD, ProcessIdentity, identify, kill_tree
 from registry.timeutil import seconds_from_env
 
 HANDSHAKE_SECONDS = 10.0
@@ -263,6 +263,7 @@ def _stop_late_supervisor(paths: PairPaths, supervisor: Supervisor, token: str) 
         # No grace: on SIGTERM a supervisor would still finish and write a receipt.
         kill_tree(
             ProcessIdentity(pid=found.pid, create_time=found.create_time, pgid=supervisor.pid),
+            proof=OWN_CHILD,
             grace_seconds=0.0,
         )
     with contextlib.suppress(ProcessLookupError):

@@ -14,6 +14,7 @@ It never imports GitPython or PyGithub, and never touches another pair's state d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -25,6 +26,15 @@ from typing import TYPE_CHECKING, Any
 from pair.errors import StateError
 from pair.launch import start_supervisor
 from pair.paths import PairPaths
+from pair.proof import (
+    TURN_TOKEN_VARIABLE,
+    partner_proof,
+    proven_live_pid,
+    refuse_untrusted,
+    supervisor_proof,
+    turn_environment,
+    untrusted,
+)
 from pair.runner import (
     DEFAULT_CANCEL_REASON,
     TRANSCRIPT_READ_BYTES,
@@ -61,8 +71,6 @@ if TYPE_CHECKING:
     from pair.turn import TurnResult
 
 POLL_SECONDS = 0.05
-# Set in a bootstrap partner's environment (the lease's token): what it leaves is found by it.
-TURN_TOKEN_VARIABLE = "PAIR_TURN_TOKEN"
 CANCEL_GRACE_SECONDS = 5.0
 # The supervisor's kill (SIGTERM, SIGKILL after 5 s), its sweep and its receipt, with slack.
 CANCEL_WAIT_SECONDS = 20.0
@@ -94,13 +102,14 @@ class LocalRunner:
         def started(identity: ProcessIdentity) -> None:
             update_owned_marker(self.paths, turn.lease.token, partner=identity.to_json())
             if on_partner_start is not None:
-                on_partner_start(identity)
+                # With the token its environment carries: what proves it on a resume (SPEC 8).
+                on_partner_start(dataclasses.replace(identity, token=turn.lease.token))
 
         # No subreaper here (the caller is `pair init` or `unit create`, whose other children
         # are not the turn's): what the partner started and left — even through `setsid` and a
         # double fork — is found by a variable only this turn's processes inherit (SPEC 8).
         environment = partner_environment(codex_home=turn.partner_home)
-        environment[TURN_TOKEN_VARIABLE] = turn.lease.token
+        environment.update(turn_environment(self.paths.state_dir, turn.lease.token))
         try:
             result = run_turn(
                 adapter_for(turn.request.partner),
@@ -182,7 +191,9 @@ class LocalRunner:
                 ) from None
             if marker is None:
                 return Reaped(status="already-cleared", lock_file=lock_file)
-            pid = marker.live_pid()
+            # Only a process proven the turn's keeps its marker (SPEC 8): one the marker merely
+            # names is not the turn's, is never signalled, and is listed in the answer.
+            pid = proven_live_pid(paths, marker)
             if pid is not None:
                 raise StateError(
                     "turn-in-flight",
@@ -190,8 +201,11 @@ class LocalRunner:
                     "that process is gone",
                     detail={"seq": marker.seq, "pid": pid},
                 )
+            strangers = untrusted(paths, marker)
             remove_file(paths.marker_file)
-        return Reaped(status="cleared", lock_file=lock_file, marker=marker.to_json())
+        return Reaped(
+            status="cleared", lock_file=lock_file, marker=marker.to_json(), untrusted=strangers
+        )
 
     def _marker_of(self, seq: int) -> Marker | None:
         try:
@@ -222,6 +236,7 @@ def _request_cancel(paths: PairPaths, worktree: str, seq: int | None, why: str) 
                 "init that runs it",
                 next_step="interrupt the running pair init (or unit create); then pair clear",
             )
+        refuse_untrusted(paths, marker, worktree)  # before anything is written or signalled
         if marker.cancel is None:  # a cancel already asked is waited for, not asked again
             marker.cancel = {"reason": why, "requested_at": iso_z()}
             write_marker(paths, marker)
@@ -230,7 +245,10 @@ def _request_cancel(paths: PairPaths, worktree: str, seq: int | None, why: str) 
 
 def _await_cancel(paths: PairPaths, session: Session, marker: Marker) -> dict[str, Any]:
     """Signal the turn's supervisor until its receipt is written and the marker released; kill
-    the turn here when no supervisor is left to do it. The receipt."""
+    the turn here when no supervisor is left to do it. The receipt.
+
+    Every round proves again what the marker names (it can be rewritten meanwhile): a live
+    process it does not prove is `record-untrusted`, and nothing is signalled."""
     receipt_file = paths.turn_file(marker.seq, marker.kind, "-receipt.json")
     deadline = time.monotonic() + CANCEL_WAIT_SECONDS
     signalled: set[int] = set()
@@ -242,10 +260,11 @@ def _await_cancel(paths: PairPaths, session: Session, marker: Marker) -> dict[st
         if current is None or current.owner_token != marker.owner_token:
             receipt = read_receipt(receipt_file)
             if receipt is not None and "unreadable" not in receipt:
-                _confirm_dead(marker)
+                _confirm_dead(paths, marker)
                 return receipt
         else:
             marker = current  # the latest view: the partner may have been recorded since
+            refuse_untrusted(paths, marker, session.worktree)
             supervisor = ProcessIdentity.from_json(marker.supervisor)
             launcher = ProcessIdentity.from_json(marker.launcher)
             stuck = time.monotonic() > deadline
@@ -257,10 +276,10 @@ def _await_cancel(paths: PairPaths, session: Session, marker: Marker) -> dict[st
                 # Nobody left (or able) to write the receipt: a dead supervisor, a send killed
                 # before its supervisor took the turn, or a supervisor that does not answer.
                 if supervisor is not None:
-                    kill_tree(supervisor, grace_seconds=0.0)
+                    kill_tree(supervisor, proof=supervisor_proof(paths.state_dir), grace_seconds=0)
                 receipt = _cancel_unsupervised(paths, session, marker)
                 if receipt is not None:
-                    _confirm_dead(marker)
+                    _confirm_dead(paths, marker)
                     return receipt
         time.sleep(POLL_SECONDS)
 
@@ -273,7 +292,8 @@ def _cancel_unsupervised(
     from pair.receipts import minimal_receipt
 
     partner = ProcessIdentity.from_json(marker.partner)
-    killed = kill_tree(partner, grace_seconds=CANCEL_GRACE_SECONDS) if partner else []
+    proof = partner_proof(paths, marker)
+    killed = kill_tree(partner, proof=proof, grace_seconds=CANCEL_GRACE_SECONDS) if partner else []
     why = str((marker.cancel or {}).get("reason") or DEFAULT_CANCEL_REASON)
     receipt = minimal_receipt(
         paths,
@@ -297,17 +317,18 @@ def _cancel_unsupervised(
     return receipt
 
 
-def _confirm_dead(marker: Marker) -> None:
-    """No process of the cancelled turn may be alive when cancel returns."""
+def _confirm_dead(paths: PairPaths, marker: Marker) -> None:
+    """No process of the cancelled turn may be alive when cancel returns (only those proven
+    the turn's are signalled: the marker may have been planted)."""
     partner = ProcessIdentity.from_json(marker.partner)
     if partner is not None and (
         is_alive(partner) or (partner.pgid is not None and group_members(partner.pgid))
     ):
-        kill_tree(partner, grace_seconds=CANCEL_GRACE_SECONDS)
+        kill_tree(partner, proof=partner_proof(paths, marker), grace_seconds=CANCEL_GRACE_SECONDS)
     supervisor = ProcessIdentity.from_json(marker.supervisor)
     # It has written its receipt and released the marker: it only has to exit.
     if supervisor is not None and not _gone_within(supervisor, CANCEL_GRACE_SECONDS):
-        kill_tree(supervisor, grace_seconds=0.0)
+        kill_tree(supervisor, proof=supervisor_proof(paths.state_dir), grace_seconds=0.0)
 
 
 def _gone_within(identity: ProcessIdentity, seconds: float) -> bool:

@@ -113,6 +113,8 @@ class Reaped:
     status: str
     lock_file: str
     marker: dict[str, Any] | None = None
+    # `[{field, pid, found}]`: live processes the marker named that were not the turn's (SPEC 8).
+    untrusted: list[dict[str, Any]] | None = None
 
 
 class TurnRunner(Protocol):

@@ -30,6 +30,7 @@ from pair.notify import announce_turn_end, stuck_alarm
 from pair.partners import adapter_for
 from pair.partners.base import TurnOutcome, TurnRequest
 from pair.paths import PairPaths
+from pair.proof import turn_environment
 from pair.reaper import become_subreaper, sweep_descendants
 from pair.receipts import failure_fields, minimal_receipt
 from pair.ref_audit import audit_refs, foreign_changes
@@ -277,6 +278,8 @@ def run_and_account(
         partner_bin=session.partner_bin,
     )
     environment = partner_environment(codex_home=session.identity_home)
+    # What proves the partner and all it starts this turn's before a cancel signals one (SPEC 8).
+    environment.update(turn_environment(paths.state_dir, token))
     if session.unit:  # a guard hook (SPEC 4.1) knows whose turn moves refs
         environment["UNITMGR_UNIT"] = session.unit
     branch = session.branch or pair_git.current_branch(paths.state_dir.parent)

@@ -29,7 +29,7 @@ from typing import Any
 
 from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, TurnRequest
 from registry.atomic import FILE_MODE
-from registry.processes import ProcessIdentity, group_members, identify, kill_tree
+from registry.processes import OWN_CHILD, ProcessIdentity, group_members, identify, kill_tree
 from registry.redact import StreamRedactor, redact
 from registry.timeutil import iso_z
 
@@ -248,7 +248,7 @@ def run_turn(
             )
         except BaseException:
             # Interrupted (Ctrl-C during init, a failing callback): never leave it running.
-            kill_tree(partner, grace_seconds=KILL_GRACE_SECONDS)
+            kill_tree(partner, proof=OWN_CHILD, grace_seconds=KILL_GRACE_SECONDS)
             process.wait()
             raise
     finally:
@@ -260,9 +260,8 @@ def run_turn(
     # meanwhile.
     stopped = hang_reason or cancel_reason
     described = {} if stopped else _described_tree(partner)
-    killed = kill_tree(
-        partner, grace_seconds=CANCEL_GRACE_SECONDS if cancel_reason else KILL_GRACE_SECONDS
-    )
+    grace = CANCEL_GRACE_SECONDS if cancel_reason else KILL_GRACE_SECONDS
+    killed = kill_tree(partner, proof=OWN_CHILD, grace_seconds=grace)
     leftovers = [] if stopped else [described.get(pid, {"pid": pid, "argv": []}) for pid in killed]
     exit_code = process.wait()
     seconds = round(time.monotonic() - started, 3)

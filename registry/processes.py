@@ -27,9 +27,11 @@ from typing import IO, Any
 
 from registry.environment import child_environment
 from registry.errors import hold_interrupts, release_interrupts
+from registry.proof import CHILD_TOKEN_VARIABLE, Proof, cwd_of, unproven, within
 from registry.redact import StreamRedactor
 
 CREATE_TIME_TOLERANCE = 1.0
+OWN_CHILD = Proof(own_child=True)  # a child this process started and has not reaped
 
 
 @dataclass(frozen=True)
@@ -40,14 +42,19 @@ class ProcessIdentity:
     create_time: float
     pgid: int | None = None
     argv0: str | None = None
+    # The token its environment carries (`registry.proof`), for a child journaled with one.
+    token: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "pid": self.pid,
             "pgid": self.pgid,
             "create_time": self.create_time,
             "argv0": self.argv0,
         }
+        if self.token is not None:
+            data["token"] = self.token
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> ProcessIdentity | None:
@@ -60,11 +67,13 @@ class ProcessIdentity:
             return None
         pgid = data.get("pgid")
         argv0 = data.get("argv0")
+        token = data.get("token")
         return cls(
             pid=pid,
             create_time=float(create_time),
             pgid=pgid if isinstance(pgid, int) and not isinstance(pgid, bool) else None,
             argv0=argv0 if isinstance(argv0, str) else None,
+            token=token if isinstance(token, str) else None,
         )
 
 
@@ -122,20 +131,23 @@ def group_members(pgid: int) -> list[int]:
 KILL_WAIT_SECONDS = 2.0  # how long a SIGKILLed process may take to be gone
 
 
-def kill_tree(identity: ProcessIdentity, *, grace_seconds: float = 2.0) -> list[int]:
+def kill_tree(identity: ProcessIdentity, *, proof: Proof, grace_seconds: float = 2.0) -> list[int]:
     """SIGTERM the recorded process's group and descendants, SIGKILL what is left after `grace`.
 
     Descendants are snapshotted first, because a grandchild that called `setsid()` escapes the
     group signal. Returns the pids that were signalled. A process that is not the recorded one
-    (pid reused) is never touched, and neither is a group that may be a stranger's: the recorded
-    pgid is used only while the recorded process lives, or while no process has pid == pgid
-    (the kernel never reuses a pid whose group still has members); a member that started
-    before the recorded process is not its descendant and is left alone.
+    (pid reused) is never touched, nor one `proof` does not prove (SPEC 8: a file can name any
+    live process with its true start time), and neither is a group that may be a stranger's.
+    For a child of our own (`proof.own_child`) the recorded pgid is used while the recorded
+    process lives, or while no process has pid == pgid (the kernel never reuses a pid whose
+    group still has members), and a member that started before it is left alone. For a process
+    a file names, the pgid is a claim too: the group is signalled as a whole only when the
+    proven process leads it, and otherwise each member must be proven itself.
     """
     import psutil
 
     targets: dict[int, psutil.Process] = {}
-    alive = is_alive(identity)
+    alive = is_alive(identity) and (proof.own_child or unproven(identity.pid, proof) is None)
     if alive:
         try:
             root = psutil.Process(identity.pid)
@@ -146,14 +158,23 @@ def kill_tree(identity: ProcessIdentity, *, grace_seconds: float = 2.0) -> list[
             pass
     pgid = identity.pgid
     group = pgid is not None and pgid > 1 and pgid != os.getpgrp()
-    leader = _group_leader(identity) if group and not alive else "ours"
+    if not proof.own_child:
+        leader = "ours" if alive and pgid == identity.pid else "unproven"
+    else:
+        leader = _group_leader(identity) if group and not alive else "ours"
     group = group and leader != "stranger"
     strangers = False
     if group and pgid is not None:
         for pid in group_members(pgid):
             with contextlib.suppress(psutil.Error):
                 member = psutil.Process(pid)
-                if member.create_time() < identity.create_time - CREATE_TIME_TOLERANCE:
+                if pid in targets:
+                    continue
+                if proof.own_child:
+                    stranger = member.create_time() < identity.create_time - CREATE_TIME_TOLERANCE
+                else:
+                    stranger = proof.found(member) is not None
+                if stranger:
                     strangers = True
                     continue
                 targets.setdefault(pid, member)
@@ -217,22 +238,22 @@ def wait_gone(processes: list[Any], *, timeout_seconds: float) -> list[Any]:
 def reap_processes_under(root: str, *, grace_seconds: float = 5.0) -> dict[str, Any]:
     """SIGTERM, then SIGKILL, every process whose working directory is `root` or below it.
 
-    `root` is a real path. This process and its ancestors are spared (a caller may run from
-    inside the directory). Returns `{"processes": [{pid, argv}], "killed": [pid]}`, where
-    `killed` lists those that needed SIGKILL.
+    `root` is a real path. A working directory counts as the kernel reports it, never resolved
+    again (`registry.proof.cwd_of`: a removed one reads `P (deleted)`, and a symlink planted at
+    that name must not make a stranger's look inside). This process and its ancestors are
+    spared (a caller may run from inside the directory). Returns `{"processes": [{pid, argv}],
+    "killed": [pid]}`, where `killed` lists those that needed SIGKILL.
     """
     import psutil
 
-    prefix = root.rstrip(os.sep) + os.sep
     spared = {os.getpid(), *(parent.pid for parent in psutil.Process().parents())}
     victims = []
-    for process in psutil.process_iter(["pid", "cwd", "cmdline", "status"]):
+    for process in psutil.process_iter(["pid", "cmdline", "status"]):
         try:
-            cwd = process.info["cwd"]
-            if process.pid in spared or not cwd or process.info["status"] == psutil.STATUS_ZOMBIE:
+            if process.pid in spared or process.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
-            real = os.path.realpath(cwd)
-            if real == root or real.startswith(prefix):
+            cwd = cwd_of(process)
+            if cwd is not None and within(cwd, root):
                 victims.append(process)
         except (psutil.Error, OSError):
             continue
@@ -336,15 +357,21 @@ def run_streamed(
     sink: IO[bytes] | None,
     on_start: Callable[[ProcessIdentity], None] | None = None,
     env: Mapping[str, str] | None = None,
+    child_token: str | None = None,
     tail_bytes: int = 4096,
 ) -> StreamedResult:
     """Run `argv` in its own process group, streaming stdout+stderr (redacted) to `sink`.
 
     `on_start` receives the child's identity before anything waits on it, so a caller can journal
-    it (SPEC 8: children that can outlive their command). On timeout the whole group is killed
-    and `ChildTimeout` carries the output tail.
+    it (SPEC 8: children that can outlive their command); with `child_token` the child's
+    environment carries it (`CHILD_TOKEN_VARIABLE`) and so does the identity, which is what a
+    later command proves before it stops a journaled child. On timeout the whole group is
+    killed and `ChildTimeout` carries the output tail.
     """
     started = time.monotonic()
+    environment = dict(env) if env is not None else child_environment()
+    if child_token is not None:
+        environment[CHILD_TOKEN_VARIABLE] = child_token
     hold_interrupts()
     try:
         process = subprocess.Popen(
@@ -354,7 +381,7 @@ def run_streamed(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env=dict(env) if env is not None else child_environment(),
+            env=environment,
         )
     except BaseException:
         release_interrupts()
@@ -362,7 +389,11 @@ def run_streamed(
     # Until the real identity is known, the one a kill needs: the child is not reaped before
     # `wait()` here, so its pid and group cannot belong to anyone else meanwhile.
     identity = ProcessIdentity(
-        pid=process.pid, create_time=time.time(), pgid=process.pid, argv0=str(argv[0])
+        pid=process.pid,
+        create_time=time.time(),
+        pgid=process.pid,
+        argv0=str(argv[0]),
+        token=child_token,
     )
     redactor = StreamRedactor()
     tail = bytearray()
@@ -385,6 +416,7 @@ def run_streamed(
             create_time=_create_time_or_now(process.pid),
             pgid=process.pid,
             argv0=str(argv[0]),
+            token=child_token,
         )
         if on_start is not None:
             on_start(identity)
@@ -421,11 +453,11 @@ def run_streamed(
             raise ChildTimeout(timeout_seconds, "") from None
     except ChildTimeout as timeout:
         deliver(redactor.flush())
-        kill_tree(identity)
+        kill_tree(identity, proof=OWN_CHILD)
         process.wait()
         raise ChildTimeout(timeout.seconds, tail.decode("utf-8", "replace")) from None
     except BaseException:
-        kill_tree(identity)
+        kill_tree(identity, proof=OWN_CHILD)
         process.wait()
         raise
     finally:

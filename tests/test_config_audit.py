@@ -68,7 +68,11 @@ def test_a_planted_key_and_hook_are_reported_refused_and_removed_by_next(
     keys = {entry["key_or_path"]: entry for entry in doctor["keys"]}
     assert keys["core.fsmonitor"]["trust"] == "foreign"
     assert keys["core.fsmonitor"]["file"] == config_file
-    assert {entry["key_or_path"]: entry["trust"] for entry in doctor["hooks"]} == {hook: "foreign"}
+    ours = str((sandbox.common_dir / "hooks" / "reference-transaction").resolve())
+    assert {entry["key_or_path"]: entry["trust"] for entry in doctor["hooks"]} == {
+        hook: "foreign",
+        ours: "trusted",  # the ref audit's hook every create installs (SPEC 4.1)
+    }
 
     refusals = [
         ("addendum", "--unit", "u1", "--text", "more"),
@@ -144,7 +148,8 @@ def test_the_users_own_hook_and_global_lfs_filter_are_not_foreign(
     doctor = sandbox.unit("doctor")
     assert doctor["foreign"] == []
     assert {entry["key_or_path"]: entry["trust"] for entry in doctor["hooks"]} == {
-        str(pre_commit.resolve()): "trusted"
+        str(pre_commit.resolve()): "trusted",
+        str((sandbox.common_dir / "hooks" / "reference-transaction").resolve()): "trusted",
     }
     users = {entry["key_or_path"]: entry for entry in doctor["keys"] if entry["trust"] == "user"}
     assert users["filter.lfs.clean"]["scope"] == "global"
@@ -166,7 +171,8 @@ def test_doctor_trust_accepts_a_deliberate_change(sandbox: Sandbox) -> None:
     trusted = sandbox.unit("doctor", "--trust")
     assert trusted.code == 0, trusted.stdout
     assert {item["key_or_path"] for item in trusted["trusted"]["accepted"]} == {
-        str(pre_push.resolve())
+        str(pre_push.resolve()),
+        str((sandbox.common_dir / "hooks" / "reference-transaction").resolve()),  # unitmgr's
     }
     assert trusted["trusted"]["was_foreign"][0]["key_or_path"] == str(pre_push.resolve())
     baseline = Path(trusted["baseline"]["file"])

@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 
 from registry.processes import (
+    OWN_CHILD,
     ChildTimeout,
     ProcessIdentity,
     identify,
@@ -32,7 +33,7 @@ def test_kill_tree_survives_a_tree_that_keeps_forking() -> None:
             found = identify(process.pid)
             assert found is not None
             identity = ProcessIdentity(process.pid, found.create_time, process.pid, "sh")
-            kill_tree(identity, grace_seconds=2)
+            kill_tree(identity, proof=OWN_CHILD, grace_seconds=2)
             process.wait(timeout=10)
             assert not is_alive(identity)
         finally:
@@ -54,7 +55,7 @@ def test_kill_tree_catches_setsid_escapees() -> None:
     assert psutil.Process(escapee).pid != 0
     found = identify(process.pid)
     assert found is not None
-    kill_tree(ProcessIdentity(process.pid, found.create_time, process.pid, "sh"))
+    kill_tree(ProcessIdentity(process.pid, found.create_time, process.pid, "sh"), proof=OWN_CHILD)
     process.wait(timeout=10)
     deadline = time.monotonic() + 5
     while not gone(escapee) and time.monotonic() < deadline:
@@ -69,7 +70,7 @@ def test_a_reused_pid_is_never_touched() -> None:
         assert found is not None
         impostor = ProcessIdentity(bystander.pid, found.create_time - 100, None, "sleep")
         assert not is_alive(impostor)
-        assert kill_tree(impostor) == []
+        assert kill_tree(impostor, proof=OWN_CHILD) == []
         assert bystander.poll() is None
     finally:
         bystander.kill()

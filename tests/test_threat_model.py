@@ -390,12 +390,14 @@ def dead_identity(pgid: int, *, create_time: float) -> Any:
 
 
 def test_a_dead_identitys_pgid_never_reaches_a_strangers_group() -> None:
-    from registry.processes import kill_tree
+    from registry.processes import OWN_CHILD, kill_tree
 
     stranger = subprocess.Popen(["sleep", "300"], start_new_session=True)  # pid == its pgid
     try:
         started = psutil.Process(stranger.pid).create_time()
-        assert kill_tree(dead_identity(stranger.pid, create_time=started - 50)) == []
+        assert (
+            kill_tree(dead_identity(stranger.pid, create_time=started - 50), proof=OWN_CHILD) == []
+        )
         assert stranger.poll() is None, "a stranger's group was killed"
     finally:
         stranger.kill()
@@ -403,7 +405,7 @@ def test_a_dead_identitys_pgid_never_reaches_a_strangers_group() -> None:
 
 
 def test_group_members_older_than_the_recorded_process_are_left_alone() -> None:
-    from registry.processes import kill_tree
+    from registry.processes import OWN_CHILD, kill_tree
 
     # A group whose leader is gone: its member started before the process recorded with it.
     leader = subprocess.Popen(
@@ -414,7 +416,7 @@ def test_group_members_older_than_the_recorded_process_are_left_alone() -> None:
     leader.wait()
     try:
         later = member.create_time() + 50
-        assert kill_tree(dead_identity(leader.pid, create_time=later)) == []
+        assert kill_tree(dead_identity(leader.pid, create_time=later), proof=OWN_CHILD) == []
         assert member.is_running() and member.status() != psutil.STATUS_ZOMBIE
     finally:
         member.kill()

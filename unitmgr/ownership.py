@@ -19,7 +19,8 @@ admin dirs and the refs:
 
 A failed check raises `record-untrusted` (exit 1) naming the field and what git reports; the
 caller has touched nothing yet. This module never deletes, kills or writes anything itself
-except through `reap`, which only runs on a proven worktree.
+except through `reap`, which only runs on a proven worktree, and `stop_journaled_child`, which
+signals a journaled child only once its proof (SPEC 8, `registry.proof`) holds.
 """
 
 from __future__ import annotations
@@ -32,13 +33,45 @@ from typing import Any
 
 from pair.paths import state_dir_for
 from registry.errors import StateError
-from registry.processes import reap_processes_under
+from registry.output import progress
+from registry.processes import ProcessIdentity, is_alive, kill_tree, reap_processes_under
+from registry.proof import Proof, unproven
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from unitmgr import git
 from unitmgr.workspace import Workspace, is_inside, realpath
 
 PROTECTED_NAMES = ("main", "master")
+
+
+class ProcessUntrusted(StateError):
+    """A process a record or a journal names, alive with the recorded identity, that nothing
+    proves the unit's (SPEC 8 "Processes"): it is not signalled."""
+
+    def __init__(self, record: UnitRecord, field: str, pid: int, found: str) -> None:
+        super().__init__(
+            "record-untrusted",
+            f"unit {record.unit_id}'s record names {field} pid {pid}, but that is {found} — "
+            "it was not signalled",
+            detail={"field": field, "recorded": pid, "found": found},
+            next_step=f"ps -o pid,lstart,args -p {pid}",
+        )
+
+
+def stop_journaled_child(
+    record: UnitRecord, field: str, child: ProcessIdentity | None, proof: Proof, *, what: str
+) -> bool:
+    """Stop a child an earlier command journaled in `field` (SPEC 8), only once `proof` proves
+    the live process is it; `ProcessUntrusted` otherwise. `what` names it in the progress line
+    (`unit create ID: stopping the earlier setup`). Whether one was stopped."""
+    if child is None or not is_alive(child):
+        return False
+    found = unproven(child.pid, proof)
+    if found is not None:
+        raise ProcessUntrusted(record, field, child.pid, found)
+    progress(f"{what} pid {child.pid}")
+    kill_tree(child, proof=proof, grace_seconds=2.0)
+    return True
 
 
 class RecordUntrusted(StateError):

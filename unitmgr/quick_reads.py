@@ -79,6 +79,7 @@ def status_all(*, repo: str, lock_timeout: str, format_name: str) -> dict[str, A
             "observed_at": observed_at,
             "units": [],
             "overlaps": [],
+            "unattributed_ref_changes": [],
         }
     else:
         from unitmgr.views import observe

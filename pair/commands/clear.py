@@ -1,5 +1,6 @@
 """`pair clear` (SPEC 4.1): remove a dead turn's in-flight marker; refuses while any of its
-processes lives.
+processes lives. A live process the marker names but does not prove the turn's (SPEC 8,
+`pair.proof`) does not keep the marker: it is listed in `untrusted` and never signalled.
 """
 
 from __future__ import annotations
@@ -22,4 +23,7 @@ def clear_state(state_dir: str | Path) -> dict[str, Any]:
     document: dict[str, Any] = {"ok": True, "status": reaped.status, "lock_file": reaped.lock_file}
     if reaped.marker is not None:
         document["marker"] = reaped.marker
+    if reaped.untrusted:
+        # Named by the marker, alive, but not proven the turn's: left alone, and said so.
+        document["untrusted"] = reaped.untrusted
     return document

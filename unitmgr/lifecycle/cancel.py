@@ -2,7 +2,9 @@
 
 Under the unit lock it ends the turn through pair's library API in-process (`cancel_state`: the
 partner's group and every descendant get SIGTERM, SIGKILL after 5 s; the receipt says
-`cancelled`; the marker is released) and appends a `cancelled` event. It returns once no process
+`cancelled`; the marker is released) and appends a `cancelled` event. The state dir is the one
+of the worktree git proves is the unit's, and pair signals only processes it proves the turn's
+(SPEC 8): a planted marker is `record-untrusted`. It returns once no process
 of the turn is alive, so `dismantle` and `restaff` can proceed. Repeated on the cancelled turn it
 prints the same receipt and appends nothing. It never touches the worktree, the branch or the
 record.
@@ -18,6 +20,7 @@ from registry.records import UnitRecord
 from unitmgr import validation
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import CancelOptions
+from unitmgr.ownership import Ownership, others_of
 from unitmgr.units import load, locked, pair_state, turn_in_flight
 from unitmgr.workspace import Workspace
 
@@ -32,7 +35,7 @@ def run(repo: str, options: CancelOptions) -> dict[str, Any]:
         return _plan(record)
     with locked(workspace, unit_id, command=f"unit cancel --unit {unit_id}", seconds=seconds):
         record = load(workspace, unit_id)
-        state_dir = _state_dir(record)
+        state_dir = _state_dir(workspace, record)
         try:
             cancelled = pair_api.cancel_state(state_dir, reason=options.reason)
         except StateError as error:
@@ -71,10 +74,16 @@ def _plan(record: UnitRecord) -> dict[str, Any]:
     }
 
 
-def _state_dir(record: UnitRecord) -> str:
+def _state_dir(workspace: Workspace, record: UnitRecord) -> str:
+    """The pair state of the worktree git proves is the unit's: what pair proves the turn's
+    processes against (SPEC 8), so never the record's word alone."""
     if record.pair is None or not record.pair.state_dir:
         raise _nothing_in_flight(record, None)
-    return str(record.pair.state_dir)
+    ownership = Ownership(workspace, record, others_of(workspace, record))
+    state_dir = ownership.pair_state_dir(ownership.worktree())
+    if state_dir is None:
+        raise _nothing_in_flight(record, None)
+    return str(state_dir)
 
 
 def _nothing_in_flight(record: UnitRecord, detail: Any) -> StateError:

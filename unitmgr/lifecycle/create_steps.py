@@ -10,19 +10,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pair import api as pair_api
 from registry.atomic import write_text_atomic
 from registry.errors import (
     StateError,
 )
 from registry.locks import Deadline
 from registry.output import progress
-from registry.processes import (
-    ChildTimeout,
-    ProcessIdentity,
-    is_alive,
-    kill_tree,
-    run_streamed,
-)
+from registry.processes import ChildTimeout, ProcessIdentity, is_alive, run_streamed
+from registry.proof import Proof, child_proof, new_child_token
 from registry.records import UnitRecord
 from registry.ref_ledger import record_lead_moves
 from registry.timeutil import seconds_from_env
@@ -32,7 +28,7 @@ from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.journal import Journal
 from unitmgr.lifecycle.manifest import ensure_manifest
 from unitmgr.lifecycle.pairing import init_pair, send_or_adopt, verify_pair
-from unitmgr.ownership import Ownership, others_of
+from unitmgr.ownership import Ownership, others_of, stop_journaled_child
 from unitmgr.steps import CREATE_LIFECYCLE_AFTER
 from unitmgr.views.observe import worktree_rows
 from unitmgr.workspace import Workspace, realpath
@@ -166,6 +162,7 @@ class CreateSteps:
                 timeout_seconds=timeout,
                 sink=sys.stderr.buffer,
                 on_start=lambda child: self.journal.note_child("setup", child),
+                child_token=new_child_token(record.unit_id),  # journaled: its proof (SPEC 8)
             )
         except ChildTimeout as error:
             raise StateError(
@@ -214,10 +211,23 @@ class CreateSteps:
         self.record.pending_notice = None
 
     def _kill_journaled_child(self, step: str) -> None:
+        """Stop the child an earlier attempt journaled in `step`, once it is proven (SPEC 8):
+        setup's carries the token unitmgr gave it; a bootstrap partner carries its turn's token
+        and the state dir of the worktree git proves is the unit's."""
         entry = self.journal.last_started(step)
         child = ProcessIdentity.from_json(((entry or {}).get("detail") or {}).get("child"))
-        if child is not None and is_alive(child):
-            progress(
-                f"unit create {self.record.unit_id}: stopping the earlier {step} pid {child.pid}"
+        if child is None or not is_alive(child):
+            return
+        token = child.token
+        if step == "pair-init":
+            proven = Ownership(self.workspace, self.record, others_of(self.workspace, self.record))
+            worktree = proven.worktree()
+            proof = (
+                pair_api.turn_proof(worktree.pair_state_dir, token)
+                if worktree is not None and token
+                else Proof()
             )
-            kill_tree(child, grace_seconds=2.0)
+        else:
+            proof = child_proof(token, self.record.unit_id)
+        what = f"unit create {self.record.unit_id}: stopping the earlier {step}"
+        stop_journaled_child(self.record, f"journal {step} detail.child", child, proof, what=what)

@@ -7,7 +7,8 @@ nothing (`head moved during verification`). Otherwise journal `verification {sha
 exit_code, seconds, output_tail, at}` whatever the exit code.
 
 The running validation's identity is recorded in `verification_child` before anyone waits on it,
-so a verify killed with the lead is stopped by the next one (SPEC 8).
+with the token its environment carries, so a verify killed with the lead is stopped by the next
+one (SPEC 8) — and a planted identity, which carries no such token, is `record-untrusted`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from typing import Any
 
 from registry.errors import StateError
 from registry.output import progress
-from registry.processes import ChildTimeout, ProcessIdentity, is_alive, kill_tree, run_streamed
+from registry.processes import ChildTimeout, ProcessIdentity, run_streamed
+from registry.proof import child_proof, new_child_token
 from registry.records import UnitRecord
 from registry.timeutil import iso_z, seconds_from_env
 from unitmgr import baseline, git, validation
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import VerifyOptions
+from unitmgr.ownership import stop_journaled_child
 from unitmgr.units import load, locked, refuse_in_flight
 from unitmgr.workspace import Workspace
 
@@ -79,6 +82,7 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
                 timeout_seconds=seconds_from_env("UNITMGR_VERIFY_TIMEOUT", 1800.0),
                 sink=sys.stderr.buffer,
                 on_start=journal_child,
+                child_token=new_child_token(unit_id),  # journaled with it: its proof (SPEC 8)
             )
             exit_code, seconds_taken, tail = result.exit_code, result.seconds, result.output_tail
         except ChildTimeout as timeout:
@@ -129,8 +133,9 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
 
 
 def _stop_earlier_run(record: UnitRecord) -> None:
-    """A verify killed with its lead leaves its validation running: stop that exact process."""
+    """A verify killed with its lead leaves its validation running: stop that exact process —
+    only when it carries the token journaled with it (the record is executor-writable)."""
     child = ProcessIdentity.from_json(record.verification_child)
-    if child is not None and is_alive(child):
-        progress(f"unit verify {record.unit_id}: stopping the earlier validation pid {child.pid}")
-        kill_tree(child, grace_seconds=2.0)
+    proof = child_proof(child.token if child else None, record.unit_id)
+    what = f"unit verify {record.unit_id}: stopping the earlier validation"
+    stop_journaled_child(record, "verification_child", child, proof, what=what)
