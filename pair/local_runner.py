@@ -54,6 +54,7 @@ from pair.state import (
     read_marker,
     read_receipt,
     receipt_file_of,
+    record_lost_turn,
     update_owned_marker,
     write_marker,
 )
@@ -202,6 +203,8 @@ class LocalRunner:
                     detail={"seq": marker.seq, "pid": pid},
                 )
             strangers = untrusted(paths, marker)
+            # The turn is lost, not gone: its receipt says so before its marker goes (SPEC 3.4).
+            record_lost_turn(paths, marker, found_by="pair clear")
             remove_file(paths.marker_file)
         return Reaped(
             status="cleared", lock_file=lock_file, marker=marker.to_json(), untrusted=strangers

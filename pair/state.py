@@ -217,6 +217,44 @@ def read_receipt(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else {"unreadable": str(path)}
 
 
+LOST_REASON = "its supervisor and partner are gone and left no receipt"
+
+
+def record_lost_turn(paths: PairPaths, marker: Marker, *, found_by: str) -> dict[str, Any] | None:
+    """Write the `worker-lost` receipt of the dead turn `marker` names, unless it has one
+    (SPEC 3.4: whoever finds a lost turn first writes it, so it stays visible — `failed`, with
+    the exact re-send in `next` — after `pair clear` removes the marker). A turn that never
+    reached its partner (no partner recorded) gets none: it delivered nothing, and a resumed
+    command sends it again (`never_started`). Callers prove the turn's processes dead first."""
+    from pair.receipts import minimal_receipt
+
+    if not marker.partner or marker.kind == BOOTSTRAP_KIND:
+        return None  # a bootstrap's outcome is `pair init`'s own answer, not a turn's receipt
+    receipt_file = paths.turn_file(marker.seq, marker.kind, "-receipt.json")
+    existing = read_receipt(receipt_file)
+    if existing is not None:
+        return existing
+    try:
+        session = load_session(paths)
+    except StateError:
+        return None
+    if session is None:
+        return None
+    supervisor = marker.supervisor or {}
+    receipt = minimal_receipt(
+        paths,
+        session,
+        marker,
+        status="worker-lost",
+        reason=f"turn {marker.seq} was lost: {LOST_REASON} (found by {found_by})",
+        supervisor_pid=supervisor.get("pid") if isinstance(supervisor, dict) else None,
+        started_at=marker.started_at,
+        leftovers=[],
+    )
+    write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")
+    return receipt
+
+
 def receipt_file_of(paths: PairPaths, session: Session | None, seq: int) -> Path | None:
     """Where turn `seq`'s receipt is (its kind is in the session for the latest turn; older
     turns are found by their number), None when no such file is named."""

@@ -155,3 +155,56 @@ def test_wait_does_not_wake_for_the_leads_own_dismantle(sandbox: Sandbox) -> Non
         woke = waiting.result(timeout=180)
     assert woke.code == 0, woke.stdout
     assert [change["unit_id"] for change in woke["changed"]] == ["keep"], woke.stdout
+
+
+def _kill_the_turn(sandbox: Sandbox, unit: str) -> None:
+    """What a crash does to a running turn: its supervisor and partner die, the marker stays."""
+    import os
+    import signal
+
+    marker = json.loads(
+        (Path(sandbox.record(unit)["pair"]["state_dir"]) / "in-flight.json").read_text()
+    )
+    for role in ("supervisor", "partner"):
+        pid = (marker.get(role) or {}).get("pid")
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+    from tests.conftest import gone
+
+    for role in ("supervisor", "partner"):
+        pid = (marker.get(role) or {}).get("pid")
+        if pid:
+            wait_until(lambda pid=pid: gone(pid), timeout=30)
+
+
+def test_a_lost_turn_keeps_a_receipt_after_pair_clear(sandbox: Sandbox) -> None:
+    gate, started = sandbox.root / "gate", sandbox.root / "started"
+    hang = f"cat > /dev/null; touch {started}; while [ ! -f {gate} ]; do sleep 0.05; done; echo x"
+    assert sandbox.create("u1", model=hang).code == 0
+    wait_until(started.exists, timeout=60)
+    _kill_the_turn(sandbox, "u1")
+    cleared = sandbox.pair("clear", repo=sandbox.worktree("u1"))
+    assert cleared.code == 0 and cleared["status"] == "cleared", cleared.stdout
+    receipt = sandbox.wait_turn("u1")
+    assert receipt["status"] == "worker-lost" and receipt["code"] == "worker-lost", receipt
+    assert "pair send" in receipt["next"]
+    (unit,) = sandbox.unit("status", "--all")["units"]
+    # The first task's turn was lost: SPEC 3.3 makes that a recovery that sends it again.
+    assert unit["attention"]["state"] == "recovery", unit["attention"]
+    assert unit["attention"]["why"] == "first turn failed"
+    assert unit["recovery"]["command"].startswith("pair send"), unit["recovery"]
+    tail = sandbox.unit("tail", "--unit", "u1")
+    assert "no receipt yet" not in tail.stdout and "worker-lost" in tail.stdout, tail.stdout
+    assert "all quiet" not in sandbox.unit("watch", "--once").stdout
+
+
+def test_pair_wait_writes_the_lost_turns_receipt(sandbox: Sandbox) -> None:
+    gate, started = sandbox.root / "gate", sandbox.root / "started"
+    hang = f"cat > /dev/null; touch {started}; while [ ! -f {gate} ]; do sleep 0.05; done; echo x"
+    assert sandbox.create("u1", model=hang).code == 0
+    wait_until(started.exists, timeout=60)
+    _kill_the_turn(sandbox, "u1")
+    waited = sandbox.wait_turn("u1")
+    assert waited["status"] == "worker-lost", waited
+    on_disk = Path(waited["receipt_file"])
+    assert json.loads(on_disk.read_text())["status"] == "worker-lost"

@@ -13,7 +13,14 @@ from pair.errors import UsageError
 from pair.paths import PairPaths
 from pair.receipts import failure_fields
 from pair.runner import runner_for
-from pair.state import MarkerUnreadable, load_session, read_marker, read_receipt, receipt_file_of
+from pair.state import (
+    MarkerUnreadable,
+    load_session,
+    read_marker,
+    read_receipt,
+    receipt_file_of,
+    record_lost_turn,
+)
 from registry.processes import ProcessIdentity, is_alive
 
 NO_MARKER_GRACE_SECONDS = 10.0
@@ -49,6 +56,9 @@ def wait(
             receipt = runner.receipt(target)
             if receipt is not None:
                 return receipt
+            lost = _record_lost(paths, target)
+            if lost is not None:
+                return lost
             return {
                 **_unfinished("worker-lost", root, target, turn.kind, turn.lost),
                 "partner_pid": turn.partner_pid,
@@ -67,6 +77,17 @@ def wait(
             )
         # Closely at first: a short turn's receipt is usually there within a second.
         time.sleep(WAIT_POLL_SECONDS if now - started > 1.0 else WAIT_POLL_SECONDS / 5)
+
+
+def _record_lost(paths: PairPaths, seq: int) -> dict[str, Any] | None:
+    """The lost turn's receipt, written now if nobody has (SPEC 3.4: the first to find it)."""
+    try:
+        marker = read_marker(paths)
+    except MarkerUnreadable:
+        return None
+    if marker is None or marker.seq != seq or marker.live_pid() is not None:
+        return None  # a partner that outlived its supervisor still runs: not lost yet
+    return record_lost_turn(paths, marker, found_by="pair wait")
 
 
 def _unfinished(status: str, root: Path, seq: int, kind: str | None, reason: str) -> dict[str, Any]:
