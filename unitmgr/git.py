@@ -743,3 +743,37 @@ def config_listing(*, cwd: Path, file: Path | None = None) -> str | None:
 
     result = run_git(listing_args(file), cwd=cwd, step="git config --list", check=False)
     return result.stdout if result.returncode == 0 else None
+
+
+# -- what a forced dismantle keeps (SPEC 3.9) ---------------------------------------------------
+
+# Every option that worktree config (writable by the executor) could turn against a patch that
+# must apply again: no external diff or textconv program runs, no colour, the standard a/ b/
+# prefixes, paths from the worktree root, binary changes in full.
+SAVED_DIFF_ARGS = (
+    "diff",
+    "--binary",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+    "--no-relative",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "HEAD",
+)
+
+
+def write_uncommitted_patch(worktree: Path, output: Path) -> None:
+    """`git diff --binary HEAD` (staged and unstaged changes of tracked files) into `output`;
+    git writes the file itself, so a large patch never passes through this process."""
+    run_git(
+        [*SAVED_DIFF_ARGS, f"--output={output}", "--"],
+        cwd=worktree,
+        step="save uncommitted changes",
+    )
+
+
+def uncommitted_patch_size(worktree: Path) -> int:
+    """The size in bytes `write_uncommitted_patch` would write (for a dismantle's dry run)."""
+    result = run_git([*SAVED_DIFF_ARGS, "--"], cwd=worktree, step="measure uncommitted changes")
+    return len(result.stdout.encode("utf-8", "surrogateescape"))
