@@ -177,6 +177,7 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
         else workspace.settled_worktrees(
             command=f"unit create --unit {request.unit_id}",
             deadline=Deadline(request.lock_timeout),
+            write_nothing=True,
         )
     )
     for row in rows:
