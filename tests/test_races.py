@@ -246,3 +246,23 @@ def test_commands_on_one_unit_serialize_while_readers_read(sandbox: Sandbox) -> 
     runs = [c for index, c in enumerate(journaled) if index == 0 or journaled[index - 1] != c]
     for command in ("restaff", "dismantle"):
         assert runs.count(command) <= 1, runs
+
+
+def test_only_a_half_written_worktree_makes_a_listing_retry() -> None:
+    """The stderr lines git 2.39 printed against racing `worktree add`s (reproduced with a
+    racing script: the admin dir's `commondir` exists but is still empty), and `git fetch`'s form
+    (SPEC 3.3); any other failure is reported at once."""
+    from unitmgr.git import is_half_written_worktree_error
+
+    for transient in (
+        "fatal: failed to read .git/worktrees/c0/commondir: Success\n",
+        "fatal: failed to read /r/.git/worktrees/w87/commondir: No such file or directory\n",
+        "fatal: bad object worktrees/c0/HEAD\n",
+    ):
+        assert is_half_written_worktree_error(transient), transient
+    for lasting in (
+        "fatal: not a git repository (or any of the parent directories): .git\n",
+        "fatal: bad object HEAD\n",
+        "fatal: failed to read .git/config\n",
+    ):
+        assert not is_half_written_worktree_error(lasting), lasting
