@@ -235,30 +235,46 @@ def wait_gone(processes: list[Any], *, timeout_seconds: float) -> list[Any]:
     return pending
 
 
-def reap_processes_under(root: str, *, grace_seconds: float = 5.0) -> dict[str, Any]:
-    """SIGTERM, then SIGKILL, every process whose working directory is `root` or below it.
-
-    `root` is a real path. A working directory counts as the kernel reports it, never resolved
-    again (`registry.proof.cwd_of`: a removed one reads `P (deleted)`, and a symlink planted at
-    that name must not make a stranger's look inside). This process and its ancestors are
-    spared (a caller may run from inside the directory). Returns `{"processes": [{pid, argv}],
-    "killed": [pid]}`, where `killed` lists those that needed SIGKILL.
-    """
+def _processes_under(root: str) -> list[Any]:
+    """The live processes whose working directory is `root` or below, sparing this one and its
+    ancestors. A working directory counts as the kernel reports it, never resolved again
+    (`registry.proof.cwd_of`: a removed one reads `P (deleted)`, and a symlink planted at that
+    name must not make a stranger's look inside)."""
     import psutil
 
     spared = {os.getpid(), *(parent.pid for parent in psutil.Process().parents())}
-    victims = []
+    found = []
     for process in psutil.process_iter(["pid", "cmdline", "status"]):
         try:
             if process.pid in spared or process.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
             cwd = cwd_of(process)
             if cwd is not None and within(cwd, root):
-                victims.append(process)
+                found.append(process)
         except (psutil.Error, OSError):
             continue
+    return found
+
+
+def processes_under(root: str) -> list[dict[str, Any]]:
+    """`[{pid, argv}]` of what `reap_processes_under(root)` would stop, stopping nothing."""
+    return _described(_processes_under(root))
+
+
+def _described(processes: list[Any]) -> list[dict[str, Any]]:
+    return [{"pid": p.pid, "argv": (p.info.get("cmdline") or [])[:8]} for p in processes]
+
+
+def reap_processes_under(root: str, *, grace_seconds: float = 5.0) -> dict[str, Any]:
+    """SIGTERM, then SIGKILL, every process whose working directory is `root` or below it.
+
+    `root` is a real path. This process and its ancestors are spared (a caller may run from
+    inside the directory). Returns `{"processes": [{pid, argv}], "killed": [pid]}`, where
+    `killed` lists those that needed SIGKILL.
+    """
+    victims = _processes_under(root)
     return {
-        "processes": [{"pid": p.pid, "argv": (p.info.get("cmdline") or [])[:8]} for p in victims],
+        "processes": _described(victims),
         "killed": [p.pid for p in _terminate(victims, grace_seconds)],
     }
 

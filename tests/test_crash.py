@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from pathlib import Path
@@ -85,6 +86,7 @@ def prepare(sandbox: Sandbox, command: str) -> list[str]:
         ]
     if command == "addendum":
         return ["addendum", "--unit", "u1", "--text", "Also greet in French."]
+    (sandbox.worktree("u1") / "notes.txt").write_text("untracked work a forced dismantle keeps\n")
     return ["dismantle", "--unit", "u1", "--force", "u1"]
 
 
@@ -92,6 +94,11 @@ def assert_final(sandbox: Sandbox, command: str, result) -> None:
     if command == "dismantle":
         assert sandbox.unit("list")["units"] == []
         assert_nothing_left(sandbox, "u1")
+        # However often the archive step ran, one archive dir holds the saves (SPEC 3.9).
+        (archive,) = (sandbox.registry / "archive").glob("u1-*")
+        assert result["abandoned"]["saved"]["untracked"] == str(archive / "untracked.tar")
+        with tarfile.open(archive / "untracked.tar") as saved:
+            assert saved.getnames() == ["notes.txt"]
         return
     unit = result["unit"]
     assert unit["lifecycle"] == "working" and unit["journal"] == []

@@ -60,8 +60,15 @@ def test_a_torn_or_foreign_record_is_listed_not_touched(
     assert sandbox.unit("status", "--unit", "u1").code == 2
     assert sandbox.unit("create", *sandbox.create_args("u2")[1:]).code == 1  # admission paused
     assert path.read_bytes() == before  # never rewritten, never deleted
+    if code == "record-too-new":  # SPEC 2.2: refused, `--force` or not
+        forced = run_cli(*shlex.split(entry["recovery"]["command"]), cwd=sandbox.root)
+        assert forced.code == 2 and forced["code"] == "record-too-new", forced.stdout
+        assert path.read_bytes() == before
+        return
     run_recovery(sandbox, entry["recovery"]["command"])
     assert not path.exists()
+    (archived,) = (sandbox.registry / "archive").glob("u1-*/record.json")
+    assert archived.read_bytes() == before  # moved into the archive, not lost
 
 
 def test_a_missing_manifest_is_reported_and_restored_exactly(sandbox: Sandbox) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Sandbox, git
+from tests.conftest import Sandbox, git, run_cli
 
 RACERS = 16
 MAX_ACTIVE = 4
@@ -22,16 +22,27 @@ ROUNDS_PER_TEST = 3  # bench/race_rounds.py runs 30 rounds of 32 full creates
 ZYGOTE = Path(__file__).with_name("race_zygote.py")
 
 
-def race_round(
-    root: Path, task: Path, environment: dict[str, str]
-) -> list[tuple[int, dict | None]]:
-    """One round: 16 `unit create`s of different units, started at the same instant."""
+def race_repository(root: Path) -> Path:
     repo = root / "repo"
     # A bare origin: every racer fetches the base, while the winners add their worktrees.
     git(root, "init", "-q", "--bare", "origin.git")
     git(root, "clone", "-q", str(root / "origin.git"), str(repo))
     git(repo, "commit", "-q", "--allow-empty", "-m", "initial")
     git(repo, "push", "-q", "origin", "HEAD:main")
+    return repo
+
+
+def race_round(
+    root: Path,
+    task: Path,
+    environment: dict[str, str],
+    *,
+    racers: int = RACERS,
+    max_active: int = MAX_ACTIVE,
+    model: str = "cat",
+) -> list[tuple[int, dict | None]]:
+    """One round: `racers` `unit create`s of different units, started at the same instant."""
+    repo = race_repository(root) if not (root / "repo").exists() else root / "repo"
     argvs = [
         [
             "create",
@@ -58,15 +69,15 @@ def race_round(
             "--task-file",
             str(task),
             "--model",
-            "cat",
+            model,
             "--max-active",
-            str(MAX_ACTIVE),
+            str(max_active),
             "--max-held",
-            str(MAX_ACTIVE),
+            str(max_active),
             "--lock-timeout",
             "120",
         ]
-        for index in range(RACERS)
+        for index in range(racers)
     ]
     out = root / "out"
     out.mkdir()
@@ -116,6 +127,66 @@ def test_racing_creates_admit_exactly_max_active(tmp_path: Path, chunk: int) -> 
         assert {doc["code"] for doc in refused} == {"admission-paused"}
         records = sorted((root / "repo" / ".git" / "orchestrate" / "units").glob("*.json"))
         assert len(records) == MAX_ACTIVE
+
+
+ALL_ADMITTED = 8
+STORM_ROUNDS = 3  # bench/create_storm.py runs 20 rounds
+
+
+def settle_first_turns(root: Path, count: int) -> None:
+    """Let the admitted units' first turns end before the temp dir goes."""
+    for index in range(count):
+        subprocess.run(
+            ["pair", "wait", "--repo", str(root / f"w{index}"), "--timeout-min", "1"],
+            capture_output=True,
+            check=False,
+            timeout=120,
+        )
+
+
+def read_status_all(repo: Path, stop: threading.Event, statuses: list) -> None:
+    while not stop.is_set():
+        statuses.append(run_cli("unit", "status", "--all", "--repo", str(repo), cwd=repo))
+
+
+def test_concurrent_creates_never_fail_on_each_other(tmp_path: Path) -> None:
+    """8 full creates with room for all, started at the same instant, 3 rounds: every one is ok.
+
+    None may fail `git-failed` on another's half-written worktree: create's own `git worktree
+    list` (its nesting check) and its ownership proofs list under `locks/fetch.lock`, the lock
+    another create's `git worktree add` holds (issue 21 item 5: `failed to read
+    .git/worktrees/c0/commondir`). A `status --all` reads throughout, lock-free, and is never
+    `git-failed` either: its listing retries once on a half-written admin dir.
+    """
+    task = tmp_path / "task.md"
+    task.write_text("race\n")
+    for round_number in range(STORM_ROUNDS):
+        root = tmp_path / f"round{round_number}"
+        root.mkdir()
+        repo = race_repository(root)
+        statuses: list = []
+        stop = threading.Event()
+        reader = threading.Thread(target=read_status_all, args=(repo, stop, statuses))
+        reader.start()
+        try:
+            outcomes = race_round(
+                root,
+                task,
+                dict(os.environ),
+                racers=ALL_ADMITTED,
+                max_active=ALL_ADMITTED,
+                model="cat > /dev/null; echo ok",
+            )
+        finally:
+            stop.set()
+            reader.join(timeout=120)
+        failed = [doc for code, doc in outcomes if code != 0]
+        assert failed == [], failed
+        assert all(doc and doc["ok"] for _, doc in outcomes), outcomes
+        assert statuses, "the reader never ran"
+        broken = [s.stdout[:600] for s in statuses if s.code != 0 or s["ok"] is not True]
+        assert broken == [], broken
+        settle_first_turns(root, ALL_ADMITTED)
 
 
 def test_commands_on_one_unit_serialize_while_readers_read(sandbox: Sandbox) -> None:
@@ -175,3 +246,23 @@ def test_commands_on_one_unit_serialize_while_readers_read(sandbox: Sandbox) -> 
     runs = [c for index, c in enumerate(journaled) if index == 0 or journaled[index - 1] != c]
     for command in ("restaff", "dismantle"):
         assert runs.count(command) <= 1, runs
+
+
+def test_only_a_half_written_worktree_makes_a_listing_retry() -> None:
+    """The stderr lines git 2.39 printed against racing `worktree add`s (reproduced with a
+    racing script: the admin dir's `commondir` exists but is still empty), and `git fetch`'s form
+    (SPEC 3.3); any other failure is reported at once."""
+    from unitmgr.git import is_half_written_worktree_error
+
+    for transient in (
+        "fatal: failed to read .git/worktrees/c0/commondir: Success\n",
+        "fatal: failed to read /r/.git/worktrees/w87/commondir: No such file or directory\n",
+        "fatal: bad object worktrees/c0/HEAD\n",
+    ):
+        assert is_half_written_worktree_error(transient), transient
+    for lasting in (
+        "fatal: not a git repository (or any of the parent directories): .git\n",
+        "fatal: bad object HEAD\n",
+        "fatal: failed to read .git/config\n",
+    ):
+        assert not is_half_written_worktree_error(lasting), lasting

@@ -298,8 +298,37 @@ class WorktreeRow:
         }
 
 
+# What `git worktree list` (and `git fetch`) print while another process is in the middle of
+# `git worktree add` or `git worktree remove`: an admin dir whose `commondir` is still empty (or
+# already gone), whose HEAD is still the null placeholder. Seen with git 2.39 against racing
+# creates: `fatal: failed to read .git/worktrees/c0/commondir: Success`, `fatal: bad object
+# worktrees/c0/HEAD`.
+HALF_WRITTEN_WORKTREE_SIGNS = ("failed to read ", "bad object ", "bad ref for ")
+HALF_WRITTEN_WORKTREE_FILES = ("/commondir", "/HEAD", "/gitdir")
+
+
+def is_half_written_worktree_error(stderr: str) -> bool:
+    """Whether git failed only because some worktree's admin dir was half-written."""
+    for line in stderr.splitlines():
+        if (
+            "worktrees/" in line
+            and any(sign in line for sign in HALF_WRITTEN_WORKTREE_SIGNS)
+            and any(name in line for name in HALF_WRITTEN_WORKTREE_FILES)
+        ):
+            return True
+    return False
+
+
 def list_worktrees(*, cwd: Path) -> list[WorktreeRow]:
-    result = run_git(["worktree", "list", "--porcelain", "-z"], cwd=cwd, step="list worktrees")
+    """`git worktree list --porcelain -z`, retried once when it read a worktree another process
+    was adding or removing (a lock-free reader has nothing else to wait on; a mutating command
+    lists under `locks/fetch.lock`, `Workspace.settled_worktrees`)."""
+    args = ["worktree", "list", "--porcelain", "-z"]
+    result = run_git(args, cwd=cwd, step="list worktrees", check=False)
+    if result.returncode != 0 and is_half_written_worktree_error(result.stderr):
+        result = run_git(args, cwd=cwd, step="list worktrees", check=False)
+    if result.returncode != 0:
+        raise GitError("list worktrees", ["git", *args], result.returncode, result.stderr)
     rows: list[WorktreeRow] = []
     fields: dict[str, str | None] = {}
 
@@ -778,3 +807,37 @@ def changed_between(pairs: Sequence[tuple[str, str]], *, cwd: Path) -> list[list
         for index in current:
             found[index].append(item)
     return found
+
+
+# -- what a forced dismantle keeps (SPEC 3.9) ---------------------------------------------------
+
+# Every option that worktree config (writable by the executor) could turn against a patch that
+# must apply again: no external diff or textconv program runs, no colour, the standard a/ b/
+# prefixes, paths from the worktree root, binary changes in full.
+SAVED_DIFF_ARGS = (
+    "diff",
+    "--binary",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+    "--no-relative",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "HEAD",
+)
+
+
+def write_uncommitted_patch(worktree: Path, output: Path) -> None:
+    """`git diff --binary HEAD` (staged and unstaged changes of tracked files) into `output`;
+    git writes the file itself, so a large patch never passes through this process."""
+    run_git(
+        [*SAVED_DIFF_ARGS, f"--output={output}", "--"],
+        cwd=worktree,
+        step="save uncommitted changes",
+    )
+
+
+def uncommitted_patch_size(worktree: Path) -> int:
+    """The size in bytes `write_uncommitted_patch` would write (for a dismantle's dry run)."""
+    result = run_git([*SAVED_DIFF_ARGS, "--"], cwd=worktree, step="measure uncommitted changes")
+    return len(result.stdout.encode("utf-8", "surrogateescape"))

@@ -133,13 +133,21 @@ class Ownership:
         workspace: Workspace,
         record: UnitRecord,
         others: list[UnitRecord | UnreadableRecord] | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.workspace = workspace
         self.record = record
         entries = [o for o in (others or []) if o.unit_id != record.unit_id]
         self.others = [o for o in entries if isinstance(o, UnitRecord)]
         self.unreadable = [o for o in entries if isinstance(o, UnreadableRecord)]
-        self.rows = git.list_worktrees(cwd=workspace.toplevel)
+        # A proof for a destructive act lists under the fetch lock, so another create's
+        # half-written worktree never fails it (SPEC 3.3); a read-only view never locks.
+        self.rows = (
+            git.list_worktrees(cwd=workspace.toplevel)
+            if read_only
+            else workspace.settled_worktrees(command=f"ownership check of unit {record.unit_id}")
+        )
 
     def refuse_while_unreadable(self) -> None:
         """Before a target is proven: an unreadable other record may name it, so while one

@@ -7,9 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from registry.errors import UsageError
+from registry.locks import Deadline
 from registry.records import RecordTooNew, RecordUnreadable, UnitRecord
 from registry.store import Registry
 from unitmgr import git
+
+# A mutating command's worktree listing waits this long for `locks/fetch.lock` when its caller
+# has no deadline of its own (the lock is held for one fetch or one `git worktree add`).
+LISTING_LOCK_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,25 @@ class Workspace:
                 detail={"record_file": str(self.registry.record_path(unit_id))},
                 next_step=f"inspect it, or remove the unit with: {dismantle_label(unit_id)}",
             ) from None
+
+    def settled_worktrees(
+        self, *, command: str, deadline: Deadline | None = None, write_nothing: bool = False
+    ) -> list[git.WorktreeRow]:
+        """`git worktree list` for a command that acts on what it reads (create's checks, the
+        ownership proofs): under `locks/fetch.lock`, the lock `git worktree add` holds, so it
+        never reads another create's half-written worktree (SPEC 3.3). The fetch lock is a leaf:
+        nothing is acquired while holding it, so it adds no lock-order edge (SPEC 2.4); callers
+        never hold the registry lock here. Lock-free readers use `git.list_worktrees`, which
+        retries once instead.
+
+        `write_nothing` (create's Phase A, which writes nothing, SPEC 3.3): while the lock file
+        does not exist no `worktree add` of unitmgr's can be running (it would have made it), so
+        the retrying lock-free listing is used instead of creating the file."""
+        if write_nothing and not self.registry.fetch_lock_file.exists():
+            return git.list_worktrees(cwd=self.toplevel)
+        lock = self.registry.fetch_lock(command=command)
+        with lock.hold(deadline or Deadline(LISTING_LOCK_SECONDS)):
+            return git.list_worktrees(cwd=self.toplevel)
 
 
 def dismantle_label(unit_id: str, *, forced: bool = True) -> str:

@@ -103,7 +103,9 @@ def run(repo: str, options: AddendumOptions) -> dict[str, Any]:
         document: dict[str, Any] = {"ok": True, "status": status, "manifest": record.task_file}
         if seq is not None:
             document["notice_seq"] = seq
-        document["unit"] = describe(record, worktree_rows(workspace))
+        document["unit"] = describe(
+            record, worktree_rows(workspace, settled_for=f"unit addendum --unit {record.unit_id}")
+        )
         return document
 
 

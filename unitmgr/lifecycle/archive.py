@@ -19,16 +19,25 @@ FULL_TRANSCRIPT_LIMIT = 5 * 1024 * 1024
 TRANSCRIPT_TAIL = 1024 * 1024
 
 
-def archive_pair_state(registry: Registry, unit_id: str, state_dir: Path) -> Path | None:
-    """Copy `state_dir` into the archive; None when there is nothing to copy."""
-    if not state_dir.is_dir():
-        return None
+def new_archive_dir(registry: Registry, unit_id: str) -> Path:
+    """A fresh `orchestrate/archive/<unit-id>-<UTC stamp>/` (0700)."""
     destination = registry.archive_dir / f"{unit_id}-{stamp()}"
     suffix = 1
     while destination.exists():
         suffix += 1
         destination = registry.archive_dir / f"{unit_id}-{stamp()}-{suffix}"
     ensure_private_dir(destination)
+    return destination
+
+
+def archive_pair_state(
+    registry: Registry, unit_id: str, state_dir: Path, *, destination: Path | None = None
+) -> Path | None:
+    """Copy `state_dir` into the archive (`destination`, else a new dir); None when there is
+    nothing to copy. Copying again into the same `destination` rewrites the same files."""
+    if not state_dir.is_dir():
+        return None
+    destination = destination or new_archive_dir(registry, unit_id)
     locks = {path.name for path in pair_api.paths_at(state_dir).lock_files}  # not state
     for source in _regular_files(state_dir):
         if source.name in locks or source.name.endswith(".tmp"):
@@ -55,7 +64,8 @@ def _copy(source: Path, target: Path, *, transcript: bool) -> None:
     size = source.stat().st_size
     # O_NOFOLLOW: a file swapped for a link since the walk is not followed either.
     source_fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(target, flags, FILE_MODE)
     with os.fdopen(fd, "wb") as out, os.fdopen(source_fd, "rb") as handle:
         if transcript and size > FULL_TRANSCRIPT_LIMIT:
             handle.seek(size - TRANSCRIPT_TAIL)

@@ -276,6 +276,8 @@ class Builder(CreateRollback):
         }
         if resumed_from is not None:
             document["resumed_from"] = resumed_from
-        document["unit"] = describe(record, worktree_rows(self.workspace))
+        document["unit"] = describe(
+            record, worktree_rows(self.workspace, settled_for=command_label(record.unit_id))
+        )
         report_first_turn(document, record)  # a first turn that already failed refuses
         return document

@@ -19,6 +19,7 @@ from registry.errors import (
     StateError,
     UsageError,
 )
+from registry.locks import Deadline
 from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
 from registry.redact import redact
 from registry.timeutil import iso_z
@@ -168,7 +169,18 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
             next_step="name the base branch exactly, e.g. --base main",
         )
     target = real_target(request.worktree)
-    for row in git.list_worktrees(cwd=workspace.toplevel):
+    # A dry run never waits for a lock; a real create lists under the fetch lock, which another
+    # create holds while its `git worktree add` writes the admin dir this would read.
+    rows = (
+        git.list_worktrees(cwd=workspace.toplevel)
+        if request.dry_run
+        else workspace.settled_worktrees(
+            command=f"unit create --unit {request.unit_id}",
+            deadline=Deadline(request.lock_timeout),
+            write_nothing=True,
+        )
+    )
+    for row in rows:
         # An equal path is a conflict with that unit (exit 1, under the registry lock), not a
         # malformed call.
         if target != realpath(row.path) and is_inside(target, realpath(row.path)):

@@ -64,7 +64,7 @@ class CreateSteps:
     def _worktree(self, outcome: dict[str, Any]) -> None:
         record = self.record
         cwd = self.workspace.toplevel
-        rows = worktree_rows(self.workspace)
+        rows = worktree_rows(self.workspace, settled_for=command_label(record.unit_id))
         row = rows.get(realpath(record.worktree))
         if row is not None and row.branch != record.branch:
             raise StateError(

@@ -11,9 +11,12 @@ record names but git does not confirm is left untouched and the step fails `reco
 with or without `--force`. The remote branch is deleted only under a lease (SPEC 3.9); when
 origin moved since, the step is skipped and the branch stays.
 
-An unreadable (or too new) record is never rewritten: `--force` then works from what can be
-salvaged from it, touches a worktree or branch only when git confirms they belong together, and
-deletes the record file last.
+An unreadable record is never rewritten and nothing it names is trusted (SPEC 2.2): `--force`
+moves the record (and the unit's manifest) into the archive and acts on none of the targets it
+names; the output lists them, untouched. A record from a newer schema stays refused
+`record-too-new`, `--force` or not. A forced dismantle of a readable record keeps what it
+discards (`abandoned.saved`: unitmgr/lifecycle/discard_saves.py); its `--dry-run` shows every
+target of every step (unitmgr/lifecycle/dismantle_plan.py).
 
 Over ~400 lines because its eight steps, the merged-PR proof and the salvage of an unreadable
 record are one command's handlers; the mechanism they share is unitmgr/lifecycle/runner.py.
@@ -21,7 +24,7 @@ record are one command's handlers; the mechanism they share is unitmgr/lifecycle
 
 from __future__ import annotations
 
-import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -30,14 +33,16 @@ from registry.atomic import remove_file
 from registry.errors import RetryableError, StateError, ToolError, UsageError
 from registry.locks import Deadline
 from registry.output import progress
-from registry.records import MAX_RECORD_BYTES, UnitRecord
+from registry.records import UnitRecord
 from registry.ref_ledger import record_lead_moves
 from registry.store import UnreadableRecord
 from unitmgr import git, notify, validation
 from unitmgr.admission import merged_since_created
 from unitmgr.forge import PullRequest
 from unitmgr.forge_github import open_forge
-from unitmgr.lifecycle.archive import archive_pair_state
+from unitmgr.lifecycle.archive import archive_pair_state, new_archive_dir
+from unitmgr.lifecycle.discard_saves import save_discarded
+from unitmgr.lifecycle.dismantle_plan import UNTRUSTED_SKIP, named_targets, plan
 from unitmgr.lifecycle.journal import Journal, StepOutcome
 from unitmgr.lifecycle.pairing import end_proven_pair
 from unitmgr.lifecycle.runner import Handler, Step, StepRunner, dry_run_aware
@@ -45,8 +50,7 @@ from unitmgr.options import DismantleOptions
 from unitmgr.ownership import Ownership, others_of
 from unitmgr.steps import DISMANTLE_STEPS
 from unitmgr.units import refuse_in_flight
-from unitmgr.views.observe import worktree_rows
-from unitmgr.workspace import Workspace, dismantle_label, realpath
+from unitmgr.workspace import Workspace, dismantle_label, is_inside, realpath
 
 
 @dry_run_aware
@@ -63,8 +67,7 @@ def run(repo: str, options: DismantleOptions) -> dict[str, Any]:
     entry = workspace.registry.read_any(unit_id)
     if entry is None:
         raise StateError("no-such-unit", f"unit {unit_id} is not recorded")
-    if isinstance(entry, UnreadableRecord) and not forced:
-        workspace.read_record(unit_id)  # raises the exit-2 refusal naming the problem
+    _refuse_unusable(workspace, entry, forced)
     if options.dry_run:
         return _plan(workspace, entry, forced)
     lock = workspace.registry.unit_lock(unit_id, command=dismantle_label(unit_id, forced=forced))
@@ -72,7 +75,17 @@ def run(repo: str, options: DismantleOptions) -> dict[str, Any]:
         entry = workspace.registry.read_any(unit_id)
         if entry is None:
             raise StateError("no-such-unit", f"unit {unit_id} is not recorded")
+        _refuse_unusable(workspace, entry, forced)
         return Dismantler(workspace, entry, forced=forced).run()
+
+
+def _refuse_unusable(
+    workspace: Workspace, entry: UnitRecord | UnreadableRecord, forced: bool
+) -> None:
+    """An unreadable record only with `--force`; a too-new one never (SPEC 2.2): raises the
+    exit-2 refusal naming the problem."""
+    if isinstance(entry, UnreadableRecord) and (not forced or entry.code == "record-too-new"):
+        workspace.read_record(entry.unit_id)
 
 
 def _plan(
@@ -82,10 +95,15 @@ def _plan(
         _refuse_in_flight(entry)
         if not forced and not (entry.pr or {}).get("proved"):
             merged_proof(workspace, entry)
-        plan = Journal(workspace.registry, entry, "dismantle", field="cleanup").plan()
-    else:
-        plan = [{"step": step, "action": "run", "detail": None} for step in DISMANTLE_STEPS]
-    return {"ok": True, "dry_run": True, "forced": forced, "plan": plan}
+    document: dict[str, Any] = {
+        "ok": True,
+        "dry_run": True,
+        "forced": forced,
+        "plan": plan(workspace, entry, forced),
+    }
+    if isinstance(entry, UnreadableRecord):
+        document["named"] = named_targets(entry)
+    return document
 
 
 def _refuse_in_flight(record: UnitRecord) -> None:
@@ -129,27 +147,13 @@ def recover_with(branch: str, abandoned: dict[str, Any]) -> list[str]:
     return commands
 
 
-def _salvage(workspace: Workspace, entry: UnreadableRecord) -> UnitRecord:
-    """A stand-in record for an unreadable one: only fields git can confirm are kept."""
-    worktree = branch = ""
-    try:
-        with open(entry.path, "rb") as handle:  # bounded: an oversized record salvages nothing
-            data = handle.read(MAX_RECORD_BYTES + 1)
-        raw = json.loads(data) if len(data) <= MAX_RECORD_BYTES else None
-    except (OSError, ValueError):
-        raw = None
-    if (
-        isinstance(raw, dict)
-        and isinstance(raw.get("worktree"), str)
-        and isinstance(raw.get("branch"), str)
-    ):
-        row = worktree_rows(workspace).get(realpath(raw["worktree"]))
-        if row is not None and row.branch == raw["branch"]:
-            worktree, branch = raw["worktree"], raw["branch"]
+def _stand_in(workspace: Workspace, entry: UnreadableRecord) -> UnitRecord:
+    """The record a forced dismantle of an unreadable one journals on: its id only; nothing it
+    names is trusted (SPEC 2.2)."""
     return UnitRecord(
         unit_id=entry.unit_id,
-        worktree=worktree,
-        branch=branch,
+        worktree="",
+        branch="",
         base="",
         lifecycle="dismantling",
         task_file=str(workspace.registry.manifest_path(entry.unit_id)),
@@ -164,7 +168,9 @@ class Dismantler:
         self.registry = workspace.registry
         self.forced = forced
         self.unreadable = isinstance(entry, UnreadableRecord)
-        self.record = _salvage(workspace, entry) if isinstance(entry, UnreadableRecord) else entry
+        # Read before the `record` step moves the file into the archive.
+        self.named = named_targets(entry) if isinstance(entry, UnreadableRecord) else None
+        self.record = _stand_in(workspace, entry) if isinstance(entry, UnreadableRecord) else entry
         self.journal = Journal(self.registry, self.record, "dismantle", field="cleanup")
         self.journal.persist = not self.unreadable
         self.cwd = workspace.toplevel
@@ -191,19 +197,10 @@ class Dismantler:
             record.lifecycle = "dismantling"
             record.error = None
             self.registry.write(record)
-        handlers: dict[str, Handler] = {
-            "end-pair": self._end_pair,
-            "reap": self._reap,
-            "archive": self._archive,
-            "worktree": self._worktree,
-            "local-branch": self._local_branch,
-            "remote-branch": self._remote_branch,
-            "manifest": self._manifest,
-        }
         # Read before this run journals its own `started`: a killed earlier run left one.
         self.interrupted_worktree = self.journal.last_started("worktree") is not None
         StepRunner(self.journal).run(
-            {**handlers, "record": Step(handler=None)},
+            self._torn_steps() if self.unreadable else self._steps(),
             on_failure=self._failure,
             before=self._announce,
             after=self._delete_record,
@@ -218,12 +215,68 @@ class Dismantler:
         }
         if record.abandoned is not None:
             document["abandoned"] = record.abandoned
+        if self.named is not None:
+            document["named"] = {**self.named, "untouched": True}
         document["done"] = [
             entry for entry in record.cleanup if entry.get("status") in ("done", "skipped")
         ]
         url = (document["merged_pr"] or {}).get("url")
         notify.announce(self.workspace, "dismantled", record.unit_id, url=url)
         return document
+
+    def _steps(self) -> dict[str, Handler | Step]:
+        return {
+            "end-pair": self._end_pair,
+            "reap": self._reap,
+            "archive": self._archive,
+            "worktree": self._worktree,
+            "local-branch": self._local_branch,
+            "remote-branch": self._remote_branch,
+            "manifest": self._manifest,
+            "record": Step(handler=None),
+        }
+
+    def _torn_steps(self) -> dict[str, Handler | Step]:
+        """An unreadable record: every target it names is skipped; the record and the unit's
+        manifest (both the registry's own, found by the id) move into the archive."""
+        steps: dict[str, Handler | Step] = {
+            step: Step(skip=UNTRUSTED_SKIP) for step in DISMANTLE_STEPS
+        }
+        steps["manifest"] = lambda outcome: self._move_to_archive(
+            self.registry.manifest_path(self.record.unit_id), "manifest.md", outcome
+        )
+        steps["record"] = lambda outcome: self._move_to_archive(
+            self.registry.record_path(self.record.unit_id), "record.json", outcome
+        )
+        return steps
+
+    def _move_to_archive(self, source: Path, name: str, outcome: StepOutcome) -> None:
+        if not os.path.lexists(source):
+            outcome.skip(f"no {name.split('.', maxsplit=1)[0]}")
+            return
+        destination = self._archive_destination() / name
+        os.replace(source, destination)  # both under orchestrate/: one filesystem
+        outcome["moved"] = {"from": str(source), "to": str(destination)}
+
+    def _archive_destination(self) -> Path:
+        """The unit's archive dir: the one an earlier, interrupted attempt made (kept in the
+        record before anything was copied, so a repeat rewrites the same files), else a new
+        one."""
+        recorded = self.record.archive
+        archive_root = realpath(self.registry.archive_dir)
+        if (
+            recorded
+            and os.path.isdir(recorded)
+            and not os.path.islink(recorded)
+            and is_inside(realpath(recorded), archive_root)
+            and realpath(recorded) != archive_root
+        ):
+            return Path(recorded)
+        destination = new_archive_dir(self.registry, self.record.unit_id)
+        self.record.archive = str(destination)
+        if self.journal.persist:
+            self.registry.write(self.record)
+        return destination
 
     def _announce(self, step: str) -> None:
         if step != "record":
@@ -232,7 +285,8 @@ class Dismantler:
     def _delete_record(self, step: str) -> None:
         """The last step deletes the record; its `done` then goes to events.jsonl only."""
         if step == "record":
-            self.registry.delete(self.record.unit_id)
+            if not self.unreadable:  # an unreadable one was moved into the archive
+                self.registry.delete(self.record.unit_id)
             self.journal.persist = False
 
     def _failure(self, error: ToolError, step: str | None) -> ToolError:
@@ -332,13 +386,28 @@ class Dismantler:
 
     def _archive(self, outcome: StepOutcome) -> None:
         ownership = self._ownership()
-        state_dir = ownership.pair_state_dir(ownership.worktree())
-        if state_dir is None or not state_dir.is_dir():
+        proven = ownership.worktree()
+        state_dir = ownership.pair_state_dir(proven)
+        has_state = state_dir is not None and state_dir.is_dir()
+        # A forced dismantle keeps what the `worktree` step will discard (SPEC 3.9).
+        keeps = (
+            self.forced and self.record.abandoned is not None and bool(proven and proven.present)
+        )
+        if not has_state and not keeps:
             outcome.skip("no pair state")
             return
-        archive = archive_pair_state(self.registry, self.record.unit_id, state_dir)
-        self.record.archive = str(archive) if archive else None
+        destination = self._archive_destination()
+        if has_state:
+            assert state_dir is not None
+            archive_pair_state(
+                self.registry, self.record.unit_id, state_dir, destination=destination
+            )
         outcome["archive"] = self.record.archive
+        if keeps:
+            assert proven is not None and self.record.abandoned is not None
+            saved = save_discarded(Path(proven.path), destination)
+            self.record.abandoned["saved"] = saved
+            outcome["saved"] = saved
 
     def _worktree(self, outcome: StepOutcome) -> None:
         record = self.record

@@ -191,7 +191,10 @@ class Restaffer:
         }
         if resumed_from:
             document["resumed_from"] = resumed_from
-        document["unit"] = describe(record, worktree_rows(self.workspace))
+        document["unit"] = describe(
+            record,
+            worktree_rows(self.workspace, settled_for=f"unit restaff --unit {record.unit_id}"),
+        )
         return document
 
     def _failed(self, error: ToolError, step: str | None) -> ToolError:

@@ -35,8 +35,17 @@ DIRTY_SAMPLE = 5
 IN_FLIGHT_KEYS = ("seq", "started_at", "partner_pid", "heavy_queue", "alive")
 
 
-def worktree_rows(workspace: Workspace) -> dict[str, git.WorktreeRow]:
-    return {realpath(row.path): row for row in git.list_worktrees(cwd=workspace.toplevel)}
+def worktree_rows(
+    workspace: Workspace, *, settled_for: str | None = None
+) -> dict[str, git.WorktreeRow]:
+    """Every worktree by real path. `settled_for` (a mutating command's label) lists under the
+    fetch lock (`Workspace.settled_worktrees`); a view passes nothing and never locks."""
+    rows = (
+        workspace.settled_worktrees(command=settled_for)
+        if settled_for
+        else git.list_worktrees(cwd=workspace.toplevel)
+    )
+    return {realpath(row.path): row for row in rows}
 
 
 def observed(

@@ -245,7 +245,7 @@ def _proven_state_dir(workspace: Workspace, unit_id: str) -> Path | None:
             f"unit {unit_id} is not recorded",
             next_step="unit list shows the recorded units",
         )
-    ownership = Ownership(workspace, record)  # no sibling records: this only reads
+    ownership = Ownership(workspace, record, read_only=True)  # no sibling records: this reads
     return ownership.pair_state_dir(ownership.worktree())
 
 
