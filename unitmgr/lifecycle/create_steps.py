@@ -26,7 +26,7 @@ from registry.processes import (
 from registry.records import UnitRecord
 from registry.ref_ledger import record_lead_moves
 from registry.timeutil import seconds_from_env
-from unitmgr import baseline, git, notify, ref_guard
+from unitmgr import baseline, git, notify, port_leases, ref_guard
 from unitmgr.copy_files import copy_listed
 from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.journal import Journal
@@ -166,6 +166,7 @@ class CreateSteps:
                 timeout_seconds=timeout,
                 sink=sys.stderr.buffer,
                 on_start=lambda child: self.journal.note_child("setup", child),
+                env=port_leases.unit_environment(record.ports),
             )
         except ChildTimeout as error:
             raise StateError(

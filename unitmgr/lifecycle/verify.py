@@ -21,7 +21,7 @@ from registry.output import progress
 from registry.processes import ChildTimeout, ProcessIdentity, is_alive, kill_tree, run_streamed
 from registry.records import UnitRecord
 from registry.timeutil import iso_z, seconds_from_env
-from unitmgr import baseline, git, validation
+from unitmgr import baseline, git, port_leases, validation
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import VerifyOptions
 from unitmgr.units import load, locked, refuse_in_flight
@@ -79,6 +79,7 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
                 timeout_seconds=seconds_from_env("UNITMGR_VERIFY_TIMEOUT", 1800.0),
                 sink=sys.stderr.buffer,
                 on_start=journal_child,
+                env=port_leases.unit_environment(record.ports),  # SPEC 3.19
             )
             exit_code, seconds_taken, tail = result.exit_code, result.seconds, result.output_tail
         except ChildTimeout as timeout:

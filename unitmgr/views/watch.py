@@ -20,6 +20,7 @@ from registry.errors import UsageError
 from registry.output import Rendered
 from unitmgr.views import observe
 from unitmgr.views.attention import NEEDS_LEAD, age_at, waiting_on_you
+from unitmgr.views.table import ports_cell
 from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace
 
@@ -160,7 +161,8 @@ def frame(document: dict[str, Any]) -> Any:
         ),
     )
     table = Table(expand=True, show_lines=False, header_style="bold")
-    for name in ("unit", "lifecycle", "partner", "turn", "output", "worktree", "attention"):
+    columns = ("unit", "lifecycle", "partner", "ports", "turn", "output", "worktree", "attention")
+    for name in columns:
         table.add_column(name, overflow="fold")
     ordered = sorted(units, key=lambda unit: (not attention(unit), unit["unit_id"]))
     for unit in ordered:
@@ -172,6 +174,7 @@ def frame(document: dict[str, Any]) -> Any:
             Text(unit["unit_id"], style="bold" if notes else ""),
             unit.get("lifecycle", "-"),
             unit.get("partner") or "-",
+            ports_cell(unit.get("ports")),
             _turn(pair),
             _size(turn.get("bytes")),
             (
