@@ -80,8 +80,8 @@ def lease(unit_id: str, wanted: int, port_range: tuple[int, int], taken: set[int
             "free": chosen,
             "in_use": busy[:20],
         },
-        next_step='widen port_range in .unitmgr.toml (e.g. port_range = "20000-29999"), '
-        "dismantle a unit that holds ports, or repeat this unit create with fewer --ports",
+        next_step=f'set port_range = "{low}-{min(65535, high + max(size, wanted))}" in '
+        ".unitmgr.toml (or dismantle a unit that holds ports), then repeat this unit create",
     )
 
 
