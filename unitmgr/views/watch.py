@@ -161,8 +161,7 @@ def frame(document: dict[str, Any]) -> Any:
         ),
     )
     table = Table(expand=True, show_lines=False, header_style="bold")
-    columns = ("unit", "lifecycle", "partner", "ports", "turn", "output", "worktree", "attention")
-    for name in columns:
+    for name in ("unit", "lifecycle", "partner", "turn", "output", "worktree", "attention"):
         table.add_column(name, overflow="fold")
     ordered = sorted(units, key=lambda unit: (not attention(unit), unit["unit_id"]))
     for unit in ordered:
@@ -170,11 +169,13 @@ def frame(document: dict[str, Any]) -> Any:
         pair = unit.get("pair") or {}
         worktree = unit.get("worktree") or {}
         turn = pair.get("turn") or {}
+        name = Text(unit["unit_id"], style="bold" if notes else "")
+        if unit.get("ports"):  # under the id: a column of its own would squeeze a narrow view
+            name.append("\n:" + ports_cell(unit["ports"]), style="dim")
         table.add_row(
-            Text(unit["unit_id"], style="bold" if notes else ""),
+            name,
             unit.get("lifecycle", "-"),
             unit.get("partner") or "-",
-            ports_cell(unit.get("ports")),
             _turn(pair),
             _size(turn.get("bytes")),
             (
