@@ -169,11 +169,11 @@ def frame(document: dict[str, Any]) -> Any:
         pair = unit.get("pair") or {}
         worktree = unit.get("worktree") or {}
         turn = pair.get("turn") or {}
-        name = Text(unit["unit_id"], style="bold" if notes else "")
+        label = Text(unit["unit_id"], style="bold" if notes else "")
         if unit.get("ports"):  # under the id: a column of its own would squeeze a narrow view
-            name.append("\n:" + ports_cell(unit["ports"]), style="dim")
+            label.append("\n:" + ports_cell(unit["ports"]), style="dim")
         table.add_row(
-            name,
+            label,
             unit.get("lifecycle", "-"),
             unit.get("partner") or "-",
             _turn(pair),
