@@ -262,8 +262,7 @@ def _admission(e: Env) -> Result:
 
 @case("ports-unavailable")
 def _ports_unavailable(e: Env) -> Result:
-    e.sandbox.registry.mkdir(exist_ok=True)
-    (e.sandbox.registry / "config.toml").write_text('port_range = "29990-29991"\n')
+    e.sandbox.machine_config.write_text('port_range = "29990-29991"\n')
     write_record(e.sandbox, "u0", ports=[29990, 29991])  # every port of the range is held
     return e.create(ports="1", max_active="3", max_held="3")
 

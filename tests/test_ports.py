@@ -53,8 +53,7 @@ def free_block(size: int) -> int:
 
 
 def set_range(sandbox: Sandbox, low: int, high: int) -> None:
-    sandbox.registry.mkdir(exist_ok=True)
-    (sandbox.registry / "config.toml").write_text(f'port_range = "{low}-{high}"\n')
+    sandbox.machine_config.write_text(f'port_range = "{low}-{high}"\n')
 
 
 def listening(host: str, port: int) -> socket.socket:
