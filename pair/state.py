@@ -57,6 +57,9 @@ class Session(Record):
     # Whom the supervisor tells when a turn ends (SPEC 3.15): `registry.notify.Target`'s JSON,
     # passed in at init by a caller like `unit`; None: nothing is sent.
     notify: dict[str, Any] | None = None
+    # Variables every turn's partner gets, passed in at init by a caller like `unit` (a unit's
+    # UNIT_PORT and UNIT_PORTS, SPEC 3.19); pair.environment.session_variables filters them.
+    environment: dict[str, Any] | None = None
     worktree: str
     state_dir: str
     transcripts: str

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pair import git as pair_git
-from pair.environment import partner_environment
+from pair.environment import partner_environment, session_variables
 from pair.notify import announce_turn_end, stuck_alarm
 from pair.partners import adapter_for
 from pair.partners.base import TurnOutcome, TurnRequest
@@ -278,6 +278,7 @@ def run_and_account(
         partner_bin=session.partner_bin,
     )
     environment = partner_environment(codex_home=session.identity_home)
+    environment.update(session_variables(session.environment))  # the caller's (SPEC 3.19)
     # What proves the partner and all it starts this turn's before a cancel signals one (SPEC 8).
     environment.update(turn_environment(paths.state_dir, token))
     if session.unit:  # a guard hook (SPEC 4.1) knows whose turn moves refs

@@ -222,6 +222,7 @@ class UnitRecord(Record):
     validation: str = ""
     setup: str | None = None
     setup_baseline: dict[str, Any] | None = None  # {path: {sha256, size, mtime_ns}}, SPEC 3.3
+    ports: list[int] = dataclasses.field(default_factory=list)  # leased TCP ports, SPEC 3.19
     resources: Resources = dataclasses.field(default_factory=Resources)
     staffing: StaffingHistory | None = None
     pending_staffing: dict[str, Any] | None = None
@@ -269,6 +270,7 @@ def decode_record(text: str | bytes, *, expected_id: str | None = None) -> UnitR
     if record.lifecycle not in UnitRecord.LIFECYCLES:
         raise RecordUnreadable(f"record.lifecycle {record.lifecycle!r} is not a known lifecycle")
     _check_paths(record)
+    _check_ports(record)
     if expected_id is not None and record.unit_id != expected_id:
         raise RecordUnreadable(f"record names unit {record.unit_id!r}, not {expected_id!r}")
     return record
@@ -298,6 +300,20 @@ def _check_paths(record: UnitRecord) -> None:
             continue
         if not value.startswith("/") or os.path.normpath(value) != value or "\0" in value:
             raise RecordUnreadable(f"record.{name} must be an absolute, normalized path: {value!r}")
+
+
+MAX_PORTS = 64  # a unit leases at most this many ports (SPEC 3.19)
+
+
+def _check_ports(record: UnitRecord) -> None:
+    """Leased ports are distinct TCP port numbers, at most MAX_PORTS of them: anything else
+    would put a non-number into a child's `UNIT_PORTS`, or let one record claim every port."""
+    ports = record.ports
+    if len(ports) > MAX_PORTS or len(set(ports)) != len(ports):
+        raise RecordUnreadable(f"record.ports must be at most {MAX_PORTS} distinct ports")
+    for port in ports:
+        if not 1 <= port <= 65535:
+            raise RecordUnreadable(f"record.ports holds {port}, not a TCP port number")
 
 
 def encode_record(record: UnitRecord) -> str:

@@ -126,6 +126,7 @@ case("invalid-identity")(lambda e: e.create(identity="bad name!"))
 case("script-needs-model")(lambda e: e.create(model=None))
 case("invalid-issue")(lambda e: e.create(issue="abc"))
 case("invalid-limit")(lambda e: e.create(max_active="0"))
+case("invalid-ports")(lambda e: e.create(ports="65"))
 case("invalid-paths")(lambda e: e.create("u1", "--paths", ":(top)**"))
 case("invalid-lock-timeout")(lambda e: e.unit("list", "--lock-timeout", "x"))
 case("invalid-format")(lambda e: e.unit("list", "--format", "xml"))
@@ -257,6 +258,13 @@ case("no-pair-session")(lambda e: e.pair("status"))
 def _admission(e: Env) -> Result:
     write_record(e.sandbox, "u0")
     return e.create(max_active="1", max_held="1")
+
+
+@case("ports-unavailable")
+def _ports_unavailable(e: Env) -> Result:
+    e.sandbox.machine_config.write_text('port_range = "29990-29991"\n')
+    write_record(e.sandbox, "u0", ports=[29990, 29991])  # every port of the range is held
+    return e.create(ports="1", max_active="3", max_held="3")
 
 
 @case("conflict")

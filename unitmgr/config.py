@@ -47,6 +47,8 @@ REPOSITORY_FILE = ".unitmgr.toml"  # in the main worktree
 COMMAND_KEYS = ("setup", "notify.command")
 LIMIT_MAX = 100  # as the --max-active / --max-held flags (unitmgr/validation.py)
 STUCK_MINUTES_DEFAULT = 10.0
+PORTS_MAX = 64  # as `unit create --ports` (registry.records.MAX_PORTS)
+PORT_RANGE_EXPECTED = 'a range "A-B" of TCP ports, 1024 <= A <= B <= 65535'
 
 # SPEC 3.15's event names, in its order.
 NOTIFY_EVENTS = (
@@ -73,6 +75,8 @@ DEFAULTS: dict[str, Any] = {
     "copy": [],
     "stuck_minutes": 10,
     "guard_refs": False,
+    "ports": 0,
+    "port_range": "20000-29999",
     "notify.command": None,
     "notify.url": None,
     "notify.events": list(NOTIFY_EVENTS),
@@ -199,6 +203,16 @@ def stuck_seconds(workspace: Workspace | RepositoryPaths | None = None) -> float
     return float(configured) * 60
 
 
+def port_range(text: str) -> tuple[int, int] | None:
+    """`"A-B"` as `(A, B)`, or None unless 1024 <= A <= B <= 65535 (SPEC 3.19: below 1024 a
+    port needs privileges a dev server does not have)."""
+    match = re.fullmatch(r"([0-9]{1,5})-([0-9]{1,5})", text.strip())
+    if match is None:
+        return None
+    low, high = int(match.group(1)), int(match.group(2))
+    return (low, high) if 1024 <= low <= high <= 65535 else None
+
+
 def flag_or_config(flag: Any, config: ProjectConfig, key: str) -> Any:
     """A command-line value when one was given (flags win, SPEC 3.16), else the config's."""
     return flag if flag is not None else config.value(key)
@@ -307,6 +321,12 @@ def _check(path: Path, key: str, value: Any) -> None:
     elif key == "stuck_minutes":
         if not (is_int(value) or isinstance(value, float)) or not 0 < value <= 10080:
             raise _invalid(path, key, "a number of minutes above 0 (at most 10080)", got=value)
+    elif key == "ports":
+        if not is_int(value) or not 0 <= value <= PORTS_MAX:
+            raise _invalid(path, key, f"an integer from 0 to {PORTS_MAX}", got=value)
+    elif key == "port_range":
+        if not isinstance(value, str) or port_range(value) is None:
+            raise _invalid(path, key, PORT_RANGE_EXPECTED, got=value)
     elif key == "guard_refs":
         if not isinstance(value, bool):
             raise _invalid(path, key, "a boolean (true or false)", got=value)

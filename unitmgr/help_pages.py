@@ -77,6 +77,8 @@ PAGES: dict[str, str] = {
         "                          partner codex).\n"
         "  --issue N               The GitHub issue number the unit works on.\n"
         "  --setup COMMAND         A shell command run once in the new worktree.\n"
+        "  --ports N               Lease N free TCP ports (UNIT_PORT, UNIT_PORTS;\n"
+        "                          default: config ports, else 0).\n"
         "  --max-active N          Refuse when this many units are active (default:\n"
         "                          config max_active, else 2).\n"
         "  --max-held N            Refuse when this many wait for review (default:\n"

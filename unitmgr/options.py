@@ -98,6 +98,11 @@ class CreateOptions:
     setup: str | None = option(
         "--setup", "A shell command run once in the new worktree.", metavar="COMMAND"
     )
+    ports: str | None = option(
+        "--ports",
+        "Lease N free TCP ports (UNIT_PORT, UNIT_PORTS; default: config ports, else 0).",
+        metavar="N",
+    )
     max_active: str | None = option("--max-active", MAX_ACTIVE_HELP, metavar="N")
     max_held: str | None = option("--max-held", MAX_HELD_HELP, metavar="N")
     allow_overlap: bool = option(

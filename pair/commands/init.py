@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pair.commands.shared import locate_paths, parse_minutes, resolve_lead, session_view
-from pair.environment import partner_environment
+from pair.environment import is_session_variable, partner_environment
 from pair.errors import StateError, UsageError
 from pair.paths import PairPaths
 from pair.state import (
@@ -45,6 +45,7 @@ def init(
     branch: str | None = None,
     unit: str | None = None,
     notify: dict[str, Any] | None = None,
+    environment: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Create the worktree's pair session, or resume the one already there.
 
@@ -55,12 +56,17 @@ def init(
     `unit` names the unit the pair works for: every turn's partner gets it as `UNITMGR_UNIT`.
     `notify` (a `registry.notify.Target` as JSON) is stored in the session: its supervisors
     deliver `turn-ended` and `attention` to it; a resumed session takes the one passed now.
+    `environment` holds variables every turn's partner gets (stored in the session; a resumed
+    session takes the ones passed now); a name pair sets itself or a loader reads is refused.
     """
     from pair.bootstrap import BOOTSTRAP_IDLE_MINUTES, BOOTSTRAP_TOTAL_MINUTES, run_bootstrap
     from pair.identity import identity_home, refuse_same_cli
     from pair.partners import adapter_for
 
     adapter = adapter_for(partner)  # an unknown partner is refused first
+    for name, value in (environment or {}).items():
+        if not is_session_variable(name, value):
+            raise ValueError(f"pair init cannot set {name!r} in the partner's environment")
     if role not in ROLES:
         raise UsageError("unknown-role", f"unknown role {role!r} — use peer or executor")
     lead_name = resolve_lead(lead)
@@ -82,8 +88,13 @@ def init(
                 f"this pair runs as {existing.partner} identity {existing.identity} (sid "
                 f"{existing.sid}) — end it first to pair with identity {requested_identity}",
             )
+        changes: dict[str, Any] = {}
         if notify is not None and notify != existing.notify:
-            existing = _store_notify(paths, existing, notify)
+            changes["notify"] = notify
+        if environment is not None and environment != (existing.environment or {}):
+            changes["environment"] = environment
+        if changes:
+            existing = _store(paths, existing, changes)
         return {"ok": True, "status": "resumed", **session_view(paths, existing)}
     adapter.validate_staffing(
         model=model, effort=effort, identity=requested_identity, writable=role == "executor"
@@ -111,6 +122,7 @@ def init(
         branch=branch,
         unit=unit,
         notify=notify,
+        environment=environment or None,
         worktree=str(root),
         state_dir=str(paths.state_dir),
         transcripts=str(paths.transcripts_dir),
@@ -133,12 +145,13 @@ def init(
     return {"ok": True, "status": "created", **session_view(paths, session), **document}
 
 
-def _store_notify(paths: PairPaths, session: Session, notify: dict[str, Any]) -> Session:
-    """The session with `notify` saved in it, under the marker mutex (a supervisor may be
-    saving its own change to the session right now)."""
+def _store(paths: PairPaths, session: Session, changes: dict[str, Any]) -> Session:
+    """The session with `changes` (`notify`, `environment`) saved in it, under the marker mutex
+    (a supervisor may be saving its own change to the session right now)."""
     with marker_mutex(paths):
         current = load_session(paths) or session
-        current.notify = notify
+        for name, value in changes.items():
+            setattr(current, name, value or None)
         save_session(paths, current)
     return current
 

@@ -3,7 +3,8 @@
 - Phase A, no lock, nothing written: validate every option, resolve the base (a fetch under
   `locks/fetch.lock`, falling back to the local branch), check the branch is absent at origin.
 - Phase B, unit lock then registry lock: a record already there means resume; otherwise admission
-  from a fresh read of every record, conflict checks, and the `creating` record (step `reserve`).
+  from a fresh read of every record, conflict checks, the port lease (SPEC 3.19) and the
+  `creating` record (step `reserve`).
 - Phase C, unit lock only: `manifest`, `worktree`, `pr-body-exclude`, `copy-files`, `setup`,
   `pair-init`, `pair-verify`, `first-task`, `working`, each journaled before and after it acts.
 
@@ -28,7 +29,7 @@ from registry.errors import (
 from registry.locks import Deadline
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
-from unitmgr import admission, config_trust, git, notify, validation
+from unitmgr import admission, config_trust, git, notify, port_leases, validation
 from unitmgr.admission import Base, admit, check_conflicts, resolve_base
 from unitmgr.config import load_config
 from unitmgr.forge import PullRequest
@@ -130,9 +131,13 @@ def dry_run(
         return {"ok": True, "dry_run": True, "status": "resume", "plan": plan}
     # Never waits for the fetch lock: a dry run that would wait says so at once.
     entries, _, capacity, base = preflight(workspace, request, Deadline(0))
-    check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
+    records = [e for e in entries if isinstance(e, UnitRecord)]
+    check_conflicts(workspace, request, records)
+    reserve: dict[str, Any] = {"capacity": capacity}
+    if request.ports:  # the same choice the reservation makes, but nothing is held yet
+        reserve["would_lease_ports"] = lease_ports(request, records)
     details: dict[str, Any] = {
-        "reserve": {"capacity": capacity},
+        "reserve": reserve,
         "worktree": {"path": str(request.worktree), "base_ref": base.ref, "base_sha": base.sha},
         "copy-files": {"copy": copy} if copy else {"skipped": NO_COPY_LIST},
         "setup": {"command": request.setup} if request.setup else {"skipped": "no --setup"},
@@ -151,6 +156,12 @@ def dry_run(
 
 
 NO_COPY_LIST = "no copy list in the project config"
+
+
+def lease_ports(request: Request, records: list[UnitRecord]) -> list[int]:
+    """The ports a new unit gets (SPEC 3.19): none another recorded unit holds, none in use."""
+    taken = port_leases.held(records)
+    return port_leases.lease(request.unit_id, request.ports, request.port_range, taken)
 
 
 class Builder(CreateRollback):
@@ -199,9 +210,15 @@ class Builder(CreateRollback):
             sweep_temp_files(directory)  # what writers killed mid-write left (old enough)
         entries = registry.scan()
         capacity = admit(entries, request, pulls)
-        check_conflicts(workspace, request, [e for e in entries if isinstance(e, UnitRecord)])
-        builder = cls(workspace, new_record(workspace, request, base), deadline)
-        builder.journal.write("reserve", "started", {"capacity": capacity})
+        records = [e for e in entries if isinstance(e, UnitRecord)]
+        check_conflicts(workspace, request, records)
+        # Leased here, from the same read of every record, so no two units ever hold a port.
+        ports = lease_ports(request, records)
+        builder = cls(workspace, new_record(workspace, request, base, ports=ports), deadline)
+        started: dict[str, Any] = {"capacity": capacity}
+        if ports:
+            started["ports"] = ports
+        builder.journal.write("reserve", "started", started)
         builder.journal.write("reserve", "done")
         return builder
 

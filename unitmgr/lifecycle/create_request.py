@@ -23,9 +23,9 @@ from registry.locks import Deadline
 from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
 from registry.redact import redact
 from registry.timeutil import iso_z
-from unitmgr import git, validation
+from unitmgr import git, port_leases, validation
 from unitmgr.admission import Base
-from unitmgr.config import ProjectConfig, flag_or_config
+from unitmgr.config import ProjectConfig, flag_or_config, port_range
 from unitmgr.options import CreateOptions
 from unitmgr.workspace import Workspace, is_inside, real_target, realpath
 
@@ -51,6 +51,9 @@ class Request:
     identity_explicit: bool
     issue: int | None
     setup: str | None
+    ports: int  # how many to lease (SPEC 3.19)
+    ports_explicit: bool  # `--ports` given: a resume must agree with the recorded count
+    port_range: tuple[int, int]
     max_active: int
     max_held: int
     allow_overlap: bool
@@ -128,12 +131,21 @@ def validate(
         identity_explicit=options.identity is not None,
         issue=validation.issue_number(options.issue),
         setup=setup or None,
+        ports=port_leases.count(flag_or_config(options.ports, config, "ports")),
+        ports_explicit=options.ports is not None,
+        port_range=_port_range(config),
         max_active=int(flag_or_config(options.max_active, config, "max_active")),
         max_held=int(flag_or_config(options.max_held, config, "max_held")),
         allow_overlap=options.allow_overlap,
         lock_timeout=validation.lock_timeout(options.lock_timeout),
         dry_run=options.dry_run,
     )
+
+
+def _port_range(config: ProjectConfig) -> tuple[int, int]:
+    parsed = port_range(config.value("port_range"))
+    assert parsed is not None  # load_config refused any other value
+    return parsed
 
 
 def _worktree(options: CreateOptions, config: ProjectConfig, toplevel: Path) -> Path:
@@ -215,7 +227,9 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
         )
 
 
-def new_record(workspace: Workspace, request: Request, base: Base) -> UnitRecord:
+def new_record(
+    workspace: Workspace, request: Request, base: Base, *, ports: list[int]
+) -> UnitRecord:
     assert request.task is not None
     now = iso_z()
     record = UnitRecord(
@@ -236,6 +250,7 @@ def new_record(workspace: Workspace, request: Request, base: Base) -> UnitRecord
         paths=list(request.paths),
         validation=request.validation,
         setup=request.setup,
+        ports=ports,
         resources=Resources(),
         staffing=StaffingHistory(
             current=Staffing(
@@ -277,6 +292,8 @@ def compare_for_resume(record: UnitRecord, request: Request) -> None:
     ]
     if request.task is not None:
         comparisons.append(("task", record.task, request.task))
+    if request.ports_explicit:  # the recorded ports are kept; a different count is refused
+        comparisons.append(("ports", len(record.ports), request.ports))
     for name, recorded, requested in comparisons:
         # The record was written redacted (SPEC 8): compare what each side looks like there.
         if _redacted(recorded) != _redacted(requested):

@@ -22,7 +22,7 @@ from registry.proof import Proof, child_proof, new_child_token
 from registry.records import UnitRecord
 from registry.ref_ledger import record_lead_moves
 from registry.timeutil import seconds_from_env
-from unitmgr import baseline, git, notify, ref_guard
+from unitmgr import baseline, git, notify, port_leases, ref_guard
 from unitmgr.copy_files import copy_listed
 from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.journal import Journal
@@ -163,6 +163,7 @@ class CreateSteps:
                 sink=sys.stderr.buffer,
                 on_start=lambda child: self.journal.note_child("setup", child),
                 child_token=new_child_token(record.unit_id),  # journaled: its proof (SPEC 8)
+                env=port_leases.unit_environment(record.ports),
             )
         except ChildTimeout as error:
             raise StateError(

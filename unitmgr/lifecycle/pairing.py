@@ -11,6 +11,7 @@ from pair import api as pair_api
 from registry.errors import StateError
 from registry.output import progress
 from registry.records import PairRef, Staffing, UnitRecord
+from unitmgr import port_leases
 from unitmgr.lifecycle.journal import Journal, StepOutcome
 from unitmgr.ownership import Ownership
 from unitmgr.units import first_turn_resend
@@ -46,6 +47,8 @@ def init_pair(
         branch=record.branch,  # the one branch its writable turns may move (the ref audit)
         unit=record.unit_id,  # UNITMGR_UNIT for the ref guard hook (SPEC 4.1)
         notify=notify,  # whom its supervisors tell when a turn ends (SPEC 3.15)
+        # Every turn's partner gets the unit's ports (SPEC 3.19), whoever sends the turn.
+        environment=port_leases.variables(record.ports),
     )
     record.pair = PairRef(
         sid=result["sid"],

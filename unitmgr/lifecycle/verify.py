@@ -23,7 +23,7 @@ from registry.processes import ChildTimeout, ProcessIdentity, run_streamed
 from registry.proof import child_proof, new_child_token
 from registry.records import UnitRecord
 from registry.timeutil import iso_z, seconds_from_env
-from unitmgr import baseline, git, validation
+from unitmgr import baseline, git, port_leases, validation
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import VerifyOptions
 from unitmgr.ownership import stop_journaled_child
@@ -83,6 +83,7 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
                 sink=sys.stderr.buffer,
                 on_start=journal_child,
                 child_token=new_child_token(unit_id),  # journaled with it: its proof (SPEC 8)
+                env=port_leases.unit_environment(record.ports),  # SPEC 3.19
             )
             exit_code, seconds_taken, tail = result.exit_code, result.seconds, result.output_tail
         except ChildTimeout as timeout:

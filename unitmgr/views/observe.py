@@ -118,6 +118,8 @@ def create_command(workspace: Workspace, record: UnitRecord) -> str:
         parts += ["--setup", record.setup]
     for pattern in record.paths:
         parts += ["--paths", pattern]
+    if record.ports:  # the resume keeps the recorded ports; the count is what it compares
+        parts += ["--ports", str(len(record.ports))]
     return _command(workspace, *parts)
 
 
@@ -462,6 +464,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             "base": record.base,
             "partner": record.partner,
             "identity": record.identity,
+            "ports": list(record.ports),
             "pair": _pair_summary(status, busy=busy),
             "worktree": worktree,
             "pending_notice": record.pending_notice,

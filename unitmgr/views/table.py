@@ -152,9 +152,16 @@ def status_all(document: dict[str, Any]) -> str:
     return "\n".join([text, *notes]) + "\n"
 
 
+def ports_cell(ports: Any) -> str:
+    """A unit's leased ports in a cell: `20417`, or `20417+1` (the first, and how many more)."""
+    if not isinstance(ports, list) or not ports:
+        return "-"
+    return str(ports[0]) + (f"+{len(ports) - 1}" if len(ports) > 1 else "")
+
+
 def list_units(document: dict[str, Any]) -> str:
-    header = ["UNIT", "LIFECYCLE", "BRANCH", "PARTNER", "RECOVERY"]
-    widths = [14, 17, 22, 8, 11]
+    header = ["UNIT", "LIFECYCLE", "BRANCH", "PARTNER", "PORTS", "RECOVERY"]
+    widths = [14, 17, 15, 8, 8, 8]
     rows = []
     notes = []
     for unit in document["units"]:
@@ -166,6 +173,7 @@ def list_units(document: dict[str, Any]) -> str:
                 unit.get("lifecycle", "-"),
                 unit.get("branch") or "-",
                 partner or "-",
+                ports_cell(unit.get("ports")),
                 "needed" if recovery.get("needed") else "-",
             ]
         )
@@ -186,6 +194,7 @@ def status_unit(document: dict[str, Any]) -> str:
         f"unit       {unit['unit_id']}  ({unit['lifecycle']})",
         f"branch     {unit['branch']}  base {unit['base']}",
         f"worktree   {unit['worktree']}",
+        f"ports      {' '.join(str(port) for port in unit.get('ports') or []) or '-'}",
         f"partner    {staffing.get('partner')}  model {_cut(staffing.get('model'), 40)}",
         f"pair       seq {pair.get('seq', '-')}  "
         + ("in flight" if pair.get("in_flight") else "idle"),

@@ -20,6 +20,7 @@ from registry.errors import UsageError
 from registry.output import Rendered
 from unitmgr.views import observe
 from unitmgr.views.attention import NEEDS_LEAD, age_at, waiting_on_you
+from unitmgr.views.table import ports_cell
 from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace
 
@@ -168,8 +169,11 @@ def frame(document: dict[str, Any]) -> Any:
         pair = unit.get("pair") or {}
         worktree = unit.get("worktree") or {}
         turn = pair.get("turn") or {}
+        label = Text(unit["unit_id"], style="bold" if notes else "")
+        if unit.get("ports"):  # under the id: a column of its own would squeeze a narrow view
+            label.append("\n:" + ports_cell(unit["ports"]), style="dim")
         table.add_row(
-            Text(unit["unit_id"], style="bold" if notes else ""),
+            label,
             unit.get("lifecycle", "-"),
             unit.get("partner") or "-",
             _turn(pair),

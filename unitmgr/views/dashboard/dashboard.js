@@ -132,6 +132,12 @@ function renderBanner(units) {
   banner.append(list);
 }
 
+function portsOf(unit) {
+  // The unit's leased ports (SPEC 3.19), as numbers only: the record is untrusted input.
+  const ports = Array.isArray(unit.ports) ? unit.ports.filter((port) => Number.isInteger(port)) : [];
+  return ports.length ? ports.join(" ") : "";
+}
+
 function turnCell(pair) {
   if (!pair || pair.error) return el("td", { class: "turn" }, el("span", { class: "sub", text: pair ? pair.error : "no pair" }));
   const turn = pair.turn || {};
@@ -202,7 +208,8 @@ function renderUnits(units) {
     const age = since(attention.since);
     const model = modelOf(unit.unit_id);
     const row = el("tr", { "data-unit": unit.unit_id, "data-attention": attention.state, class: unit.unit_id === state.selected ? "selected" : null },
-      el("td", {}, el("div", { class: "unit-id", text: unit.unit_id }), unit.issue ? el("div", { class: "sub", text: `issue #${unit.issue}` }) : null),
+      el("td", {}, el("div", { class: "unit-id", text: unit.unit_id }), unit.issue ? el("div", { class: "sub", text: `issue #${unit.issue}` }) : null,
+        portsOf(unit) ? el("div", { class: "sub ports", text: `ports ${portsOf(unit)}` }) : null),
       el("td", { class: "attention" }, el("span", { class: "pill", "data-state": attention.state, text: attention.state }),
         age ? el("div", { class: "sub", text: `for ${age}` }) : null,
         attention.why ? el("div", { class: "sub", text: attention.why }) : null),
