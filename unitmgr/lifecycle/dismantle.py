@@ -21,11 +21,11 @@ record are one command's handlers; the mechanism they share is unitmgr/lifecycle
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+from registry import bounded
 from registry.atomic import remove_file
 from registry.errors import RetryableError, StateError, ToolError, UsageError
 from registry.locks import Deadline
@@ -133,9 +133,8 @@ def _salvage(workspace: Workspace, entry: UnreadableRecord) -> UnitRecord:
     """A stand-in record for an unreadable one: only fields git can confirm are kept."""
     worktree = branch = ""
     try:
-        with open(entry.path, "rb") as handle:  # bounded: an oversized record salvages nothing
-            data = handle.read(MAX_RECORD_BYTES + 1)
-        raw = json.loads(data) if len(data) <= MAX_RECORD_BYTES else None
+        # Bounded: an oversized, symlinked or FIFO record salvages nothing.
+        raw = bounded.read_json(entry.path, MAX_RECORD_BYTES)
     except (OSError, ValueError):
         raw = None
     if (
