@@ -498,7 +498,11 @@ def handler_for(dashboard: Dashboard) -> type[BaseHTTPRequestHandler]:
 BUSY = (
     b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\n"
     b"Connection: close\r\nRetry-After: 2\r\n\r\n"
-    + _refusal("busy", "unit serve has too many open connections", "retry in a moment")
+    + _refusal(
+        "busy",
+        f"unit serve has {MAX_CONNECTIONS} connections open, its limit",
+        "retry the request after 2 s (Retry-After), or close idle dashboard pages",
+    )
 )
 
 
