@@ -58,6 +58,7 @@ from pair.state import (
     update_owned_marker,
     write_marker,
 )
+from registry import bounded
 from registry.atomic import remove_file, write_text_atomic
 from registry.processes import (
     ProcessIdentity,
@@ -131,11 +132,10 @@ class LocalRunner:
     ) -> TranscriptChunk:
         if offset < 0 or limit < 1:
             raise ValueError(f"offset {offset} and limit {limit}: want offset >= 0, limit >= 1")
-        try:
-            with open(self.paths.transcript_file(seq, kind), "rb") as handle:
-                handle.seek(offset)
-                data = handle.read(limit)
-        except FileNotFoundError:
+        path = self.paths.transcript_file(seq, kind)
+        try:  # bounded, never through a symlink, never a FIFO (SPEC 8)
+            data, _ = bounded.read_range(path, offset, limit, below=self.paths.state_dir.parent)
+        except (FileNotFoundError, bounded.Unreadable):
             data = b""
         return TranscriptChunk(data=data, offset=offset, next_offset=offset + len(data))
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from pair.errors import StateError
 from pair.paths import PairPaths, is_receipt
+from registry import bounded
 from registry.atomic import remove_file, write_text_atomic
 from registry.locks import Deadline, FileLock
 from registry.processes import ProcessIdentity, group_members, is_alive
@@ -112,13 +113,16 @@ def crash_point(command: str, step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def read_json(path: Path) -> Any:
-    return json.loads(path.read_bytes())
+def read_json(path: Path, *, below: Path | None = None) -> Any:
+    """A pair file through the bounded reader (SPEC 8): a regular file of at most 1 MiB, reached
+    from `below` (the git dir that holds `pair/`) without following a symlink; anything else
+    raises `bounded.Unreadable`, a `ValueError`, like a corrupt file."""
+    return bounded.read_json(path, below=below)
 
 
 def load_session(paths: PairPaths) -> Session | None:
     try:
-        data = read_json(paths.session_file)
+        data = read_json(paths.session_file, below=paths.state_dir.parent)
     except FileNotFoundError:
         return None
     except ValueError as error:
@@ -153,7 +157,7 @@ class MarkerUnreadable(Exception):
 def read_marker(paths: PairPaths) -> Marker | None:
     """The marker, None when there is none; `MarkerUnreadable` when it cannot be parsed."""
     try:
-        data = read_json(paths.marker_file)
+        data = read_json(paths.marker_file, below=paths.state_dir.parent)
     except FileNotFoundError:
         return None
     except ValueError as error:
@@ -211,13 +215,19 @@ def release_owned_marker(paths: PairPaths, token: str) -> str | None:
 
 
 def read_receipt(path: Path) -> dict[str, Any] | None:
+    """A receipt, None when there is none, `{unreadable, error}` when it cannot be used. It is
+    reached from `<git-dir>` (or an archive's own dir), so a symlinked `pair/` or `transcripts/`
+    is refused as well as a symlinked receipt."""
     try:
-        data = read_json(path)
+        data = read_json(path, below=path.parents[2] if len(path.parents) > 2 else None)
     except FileNotFoundError:
         return None
-    except ValueError:
-        return {"unreadable": str(path)}
-    return data if isinstance(data, dict) else {"unreadable": str(path)}
+    except ValueError as error:
+        reason = error.reason if isinstance(error, bounded.Unreadable) else f"not JSON: {error}"
+        return {"unreadable": str(path), "error": reason}
+    if isinstance(data, dict):
+        return data
+    return {"unreadable": str(path), "error": "not a JSON object"}
 
 
 LOST_REASON = "its supervisor and partner are gone and left no receipt"

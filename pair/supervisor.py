@@ -28,7 +28,7 @@ from pair import git as pair_git
 from pair.environment import partner_environment, session_variables
 from pair.notify import announce_turn_end, stuck_alarm
 from pair.partners import adapter_for
-from pair.partners.base import TurnOutcome, TurnRequest
+from pair.partners.base import REPLY_MAX_BYTES, TurnOutcome, TurnRequest
 from pair.paths import PairPaths
 from pair.proof import turn_environment
 from pair.reaper import become_subreaper, sweep_descendants
@@ -53,6 +53,7 @@ from pair.turn import (
     TurnResult,
     run_turn,
 )
+from registry import bounded
 from registry.atomic import write_text_atomic
 from registry.processes import ProcessIdentity, current_identity
 from registry.timeutil import iso_z, seconds_from_env
@@ -348,8 +349,11 @@ def run_and_account(
         write_text_atomic(request.reply_file, result.outcome.reply + "\n")
     elif request.reply_file.exists():
         # A CLI that writes its own reply file (Codex's `-o`) wrote it unredacted.
-        text = request.reply_file.read_text(encoding="utf-8", errors="replace")
-        write_text_atomic(request.reply_file, text)
+        try:
+            data = bounded.read_bytes(request.reply_file, REPLY_MAX_BYTES)
+        except (FileNotFoundError, bounded.Unreadable):
+            data = b""  # a FIFO, a symlink or an endless file: replaced, never read
+        write_text_atomic(request.reply_file, data.decode("utf-8", errors="replace"))
     rate_limits = read_rate_limits(paths, session, result, environment)
     if session.partner == "codex":
         leftovers += sweep_descendants()  # anything the app-server left behind

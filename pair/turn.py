@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, TurnRequest
+from registry import bounded
 from registry.atomic import FILE_MODE
 from registry.processes import OWN_CHILD, ProcessIdentity, group_members, identify, kill_tree
 from registry.redact import StreamRedactor, redact
@@ -42,6 +43,7 @@ THROTTLE_PATTERN = re.compile(
     rb"(?i)(rate.?limit|too many requests|\b429\b|usage limit|quota exceeded|retry(?:ing)? in \d)"
 )
 THROTTLE_LINE_CUT = 300
+THROTTLE_SCAN_BYTES = 16 * 1024 * 1024  # a transcript's end: where a turn's throttling shows
 
 
 # Budgets in minutes (SPEC 4): a writable task, and every other turn (the bootstrap included).
@@ -441,16 +443,19 @@ def _stream(
 
 
 def throttle_signals(transcript: Path) -> dict[str, Any] | None:
-    """`{rate_limit_lines, first}` over the transcript's lines, or None when there are none."""
+    """`{rate_limit_lines, first}` over the transcript's lines, or None when there are none.
+
+    Only its last `THROTTLE_SCAN_BYTES` are scanned, through the bounded reader: the partner
+    can make its transcript a 2 GiB hole or one endless line (SPEC 8)."""
     count = 0
     first: str | None = None
     try:
-        with open(transcript, "rb") as handle:
-            for line in handle:
-                if THROTTLE_PATTERN.search(line):
-                    count += 1
-                    if first is None:
-                        first = line.decode("utf-8", "replace").strip()[:THROTTLE_LINE_CUT]
-    except FileNotFoundError:
+        data, _, _ = bounded.read_tail(transcript, THROTTLE_SCAN_BYTES)
+    except (FileNotFoundError, bounded.Unreadable):
         return None
+    for line in data.splitlines():
+        if THROTTLE_PATTERN.search(line):
+            count += 1
+            if first is None:
+                first = line.decode("utf-8", "replace").strip()[:THROTTLE_LINE_CUT]
     return {"rate_limit_lines": count, "first": first} if count else None

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from registry import bounded
 from registry.atomic import FILE_MODE, ensure_private_dir
 from registry.errors import RetryableError
 from registry.redact import redact
@@ -69,8 +70,8 @@ class Holder:
 
 def read_holder(path: Path) -> Holder | None:
     try:
-        text = path.read_text(encoding="utf-8").strip()
-    except OSError:
+        text = bounded.read_bytes(path, HOLDER_BYTES).decode("utf-8").strip()
+    except (OSError, ValueError):  # missing, refused by the bounded reader, or not UTF-8
         return None
     return _holder_from(text.splitlines()[0] if text else "")
 

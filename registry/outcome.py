@@ -23,7 +23,7 @@ from registry.errors import (
     ToolError,
     raise_interrupted,
 )
-from registry.output import Rendered, emit, write_text
+from registry.output import Rendered, emit, write_view
 
 TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def deliver(call: Callable[[], object], command_line: str) -> int:
         }
         return failure(document, EXIT_REFUSED, command_line)
     if isinstance(result, Rendered):
-        write_text(result.text if result.text.endswith("\n") else result.text + "\n")
+        write_view(result)
         return result.exit_code
     if isinstance(result, dict):
         emit(result)

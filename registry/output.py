@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
+from registry import terminal
 from registry.redact import redact
 
 TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
@@ -22,11 +23,14 @@ class Rendered:
     A plain class, not a dataclass: `dataclasses` imports `inspect`, about 10 ms of the fast
     reads' start-up (SPEC 7)."""
 
-    __slots__ = ("exit_code", "text")
+    __slots__ = ("exit_code", "styled", "text")
 
-    def __init__(self, text: str, exit_code: int = 0) -> None:
+    def __init__(self, text: str, exit_code: int = 0, *, styled: bool = False) -> None:
         self.text = text
         self.exit_code = exit_code
+        # True: the text carries its own terminal styling (rich, on a tty) and its data was
+        # cleaned before styling (`unit watch --once`); else it is cleaned as it is printed.
+        self.styled = styled
 
 
 def dumps(document: Any) -> str:
@@ -43,7 +47,13 @@ def write_text(text: str, stream: TextIO | None = None) -> None:
     stream.flush()
 
 
+def write_view(rendered: Rendered) -> None:
+    """A text view, its control characters shown as visible escapes (SPEC 8)."""
+    text = rendered.text if rendered.text.endswith("\n") else rendered.text + "\n"
+    write_text(text if rendered.styled else terminal.clean(text))
+
+
 def progress(message: str) -> None:
-    """One line of progress for people, on stderr."""
-    sys.stderr.write(redact(message.rstrip("\n")) + "\n")
+    """One line of progress for people, on stderr (control characters made visible)."""
+    sys.stderr.write(terminal.clean(redact(message.rstrip("\n"))) + "\n")
     sys.stderr.flush()

@@ -17,13 +17,11 @@ directories 0700 and files 0600. Unit ids are validated by callers before they r
 from __future__ import annotations
 
 import json
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from registry import crashlog, layout
+from registry import bounded, crashlog, layout
 from registry.atomic import append_line, remove_file, sweep_temp_files, write_text_atomic
 from registry.locks import Deadline, FileLock
 from registry.records import (
@@ -87,22 +85,11 @@ class Registry:
         """The record, or None when there is none. Raises `RecordUnreadable` / `RecordTooNew`."""
         path = self.record_path(unit_id)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+            text = bounded.read_bytes(path, MAX_RECORD_BYTES, below=self.common_git_dir)
         except FileNotFoundError:
             return None
-        except OSError as error:  # a symlink, or nothing a reader may open
-            raise RecordUnreadable(f"cannot open the record: {error.strerror}") from None
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise RecordUnreadable("the record is not a regular file")
-            if info.st_size > MAX_RECORD_BYTES:
-                raise RecordUnreadable(
-                    f"the record is {info.st_size} bytes, over the {MAX_RECORD_BYTES}-byte bound"
-                )
-            text = handle.read(MAX_RECORD_BYTES + 1)
-        if len(text) > MAX_RECORD_BYTES:
-            raise RecordUnreadable(f"the record grew over the {MAX_RECORD_BYTES}-byte bound")
+        except bounded.Unreadable as error:  # a symlink, a FIFO, over the bound
+            raise RecordUnreadable(f"the record {error.reason}") from None
         return decode_record(text, expected_id=unit_id)
 
     def read_any(self, unit_id: str) -> UnitRecord | UnreadableRecord | None:

@@ -15,6 +15,7 @@ from pair.commands.shared import locate_paths, require_session, session_view
 from pair.errors import StateError
 from pair.paths import PairPaths
 from pair.state import Marker, MarkerUnreadable, load_session, read_marker, read_receipt
+from registry import bounded
 from registry.processes import ProcessIdentity
 from registry.timeutil import iso_from_epoch
 
@@ -24,7 +25,7 @@ def _turn_view(paths: PairPaths, seq: int, kind: str | None) -> dict[str, Any] |
         return None
     transcript = paths.turn_file(seq, kind, ".log")
     try:
-        info = transcript.stat()
+        info = bounded.lstat(transcript)  # a stat only (SPEC 4.0), of the link if it is one
     except FileNotFoundError:
         return {
             "seq": seq,

@@ -58,6 +58,8 @@ class TurnOutcome:
     retry_after_seconds: float | None = None  # a rate limit's wait, when the stream names one
 
 
+# A reply file a CLI wrote itself (Codex's `-o`) is read at most this far (SPEC 8).
+REPLY_MAX_BYTES = 4 * 1024 * 1024
 EMPTY_REPLY = (
     "the partner exited 0 with no reply — read the transcript before resending, the prompt "
     "may already be consumed"

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pair.partners.base import (
+    REPLY_MAX_BYTES,
     Partner,
     TurnCommand,
     TurnOutcome,
@@ -36,6 +37,7 @@ from pair.partners.base import (
     tool_detail,
     tool_result,
 )
+from registry import bounded
 
 
 def _last_agent_message(events: list[dict[str, Any]]) -> str:
@@ -111,8 +113,8 @@ class CodexPartner(Partner):
         if failed:
             return TurnOutcome(status="failed", reason=failed.reason, sid=sid)
         try:
-            reply = request.reply_file.read_text(encoding="utf-8").strip()
-        except (FileNotFoundError, UnicodeDecodeError):
+            reply = bounded.read_bytes(request.reply_file, REPLY_MAX_BYTES).decode().strip()
+        except (FileNotFoundError, ValueError):  # missing, refused (SPEC 8) or not UTF-8
             reply = ""
         outcome = replied_or_empty(reply or _last_agent_message(events))
         return TurnOutcome(

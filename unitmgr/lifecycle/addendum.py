@@ -27,7 +27,13 @@ from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import validation
 from unitmgr.lifecycle.journal import Journal
-from unitmgr.lifecycle.manifest import block, digest, manifest_state, manifest_text
+from unitmgr.lifecycle.manifest import (
+    block,
+    digest,
+    manifest_state,
+    manifest_text,
+    read_manifest,
+)
 from unitmgr.lifecycle.pairing import receipt_path
 from unitmgr.lifecycle.runner import Step, StepRunner, dry_run_aware
 from unitmgr.options import AddendumOptions
@@ -162,7 +168,7 @@ def append_step(record: UnitRecord, journal: Journal, text: str) -> Step:
 
     def handler(outcome: dict[str, Any]) -> None:
         manifest = Path(record.task_file)
-        current = manifest.read_text(encoding="utf-8")
+        current = read_manifest(manifest)
         if not current.endswith(added):  # an append cut off after its write is not redone
             write_text_atomic(manifest, current + added)
         record.addenda.append({"at": at, "sha256": sha, "text": text})
@@ -175,7 +181,7 @@ def append_step(record: UnitRecord, journal: Journal, text: str) -> Step:
 
 
 def notice_body(record: UnitRecord) -> str:
-    manifest = Path(record.task_file).read_text(encoding="utf-8")
+    manifest = read_manifest(Path(record.task_file))
     at = (record.pending_notice or {}).get("addendum_at")
     return "\n".join(
         [

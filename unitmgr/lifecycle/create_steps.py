@@ -26,7 +26,7 @@ from unitmgr import baseline, git, notify, port_leases, ref_guard
 from unitmgr.copy_files import copy_listed
 from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.journal import Journal
-from unitmgr.lifecycle.manifest import ensure_manifest
+from unitmgr.lifecycle.manifest import ensure_manifest, read_manifest
 from unitmgr.lifecycle.pairing import init_pair, send_or_adopt, verify_pair
 from unitmgr.ownership import Ownership, others_of, stop_journaled_child
 from unitmgr.steps import CREATE_LIFECYCLE_AFTER
@@ -206,7 +206,7 @@ class CreateSteps:
         outcome.update(verify_pair(self.record, self.record.staffing.current))
 
     def _first_task(self, outcome: dict[str, Any]) -> None:
-        manifest = Path(self.record.task_file).read_text(encoding="utf-8")
+        manifest = read_manifest(Path(self.record.task_file))
         outcome.update(send_or_adopt(self.record, body=manifest, what="the first task"))
         # The first task carries the whole manifest, addenda included: nothing is pending.
         self.record.pending_notice = None

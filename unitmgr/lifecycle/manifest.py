@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from registry import bounded
 from registry.atomic import write_text_atomic
 from registry.errors import StateError
 from registry.output import progress
-from registry.records import UnitRecord
+from registry.records import MAX_RECORD_BYTES, UnitRecord
 
 HEADER = "\n## Addendum — {at}\n"
 ADDENDUM_MARKER = HEADER.split("{at}", maxsplit=1)[0]
@@ -33,12 +34,21 @@ def manifest_text(record: UnitRecord) -> str:
     return record.task + "\n" + "".join(block(a["at"], a["text"]) for a in addenda)
 
 
+def read_manifest(path: Path) -> str:
+    """The manifest's text through the bounded reader (SPEC 8): a regular file, never through a
+    symlink, no bigger than the record holding the same task and addenda may be.
+    `FileNotFoundError` when missing, `ValueError` when unusable."""
+    return bounded.read_bytes(path, MAX_RECORD_BYTES).decode("utf-8")
+
+
 def manifest_state(record: UnitRecord) -> str:
     """ "missing", "ok" (the task, optionally followed by addenda), or "differs"."""
     try:
-        text = Path(record.task_file).read_text(encoding="utf-8")
+        text = read_manifest(Path(record.task_file))
     except FileNotFoundError:
         return "missing"
+    except ValueError:  # not a regular file, over the bound, not UTF-8: rewritten like a diff
+        return "differs"
     body = record.task + "\n"
     if text == body or (text.startswith(body) and text[len(body) :].startswith(ADDENDUM_MARKER)):
         return "ok"

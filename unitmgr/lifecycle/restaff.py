@@ -23,6 +23,7 @@ from registry.records import Staffing, UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, notify, validation
 from unitmgr.lifecycle.journal import Journal, StepOutcome
+from unitmgr.lifecycle.manifest import read_manifest
 from unitmgr.lifecycle.pairing import end_proven_pair, init_pair, send_or_adopt, verify_pair
 from unitmgr.lifecycle.runner import StepRunner, dry_run_aware
 from unitmgr.options import RestaffOptions
@@ -291,7 +292,7 @@ class Restaffer:
         checkpoint = (
             record.staffing.history[-1].get("checkpoint") if record.staffing.history else None
         )
-        manifest = Path(record.task_file).read_text(encoding="utf-8")
+        manifest = read_manifest(Path(record.task_file))
         body = handoff_body(record, checkpoint or {}, manifest)
         outcome.update(send_or_adopt(record, body=body, what="the restaff checkpoint"))
         record.pending_notice = None  # the handoff carries the whole manifest

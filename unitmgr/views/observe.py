@@ -347,9 +347,19 @@ def config_changes(workspace: Workspace, entries: list[Any]) -> dict[str, Any]:
 # -- status --all ----------------------------------------------------------------------------
 
 
+def _unreadable(found: dict[str, Any]) -> dict[str, Any] | None:
+    """`{unreadable, error}` for a marker or receipt the bounded reader refused (SPEC 8)."""
+    if "unreadable" not in found:
+        return None
+    return {"unreadable": found["unreadable"], "error": found.get("error")}
+
+
 def receipt_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
     if receipt is None:
         return None
+    refused = _unreadable(receipt)
+    if refused is not None:
+        return refused
     keys = (
         "seq", "kind", "status", "reason", "heavy_queue", "rate_limits", "throttle_signals",
         "foreign_ref_changes", "foreign_config_changes", "receipt_file",
@@ -367,7 +377,11 @@ def _pair_summary(status: dict[str, Any], *, busy: dict[str, Any] | None = None)
     in_flight = status.get("in_flight")
     return {
         "seq": status.get("seq", 0),
-        "in_flight": ({key: in_flight.get(key) for key in IN_FLIGHT_KEYS} if in_flight else None),
+        "in_flight": (
+            _unreadable(in_flight) or {key: in_flight.get(key) for key in IN_FLIGHT_KEYS}
+            if in_flight
+            else None
+        ),
         "latest_receipt": receipt_summary(status.get("latest_receipt")),
         "turn": status.get("turn"),
     }

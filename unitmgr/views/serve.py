@@ -29,13 +29,13 @@ sit beside every endpoint they guard, in one reviewable place.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hmac
 import ipaddress
 import json
 import os
 import re
-import stat
 import threading
 import time
 from collections.abc import Callable
@@ -45,9 +45,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from registry import bounded
 from registry.errors import Interrupted, StateError, ToolError, UsageError
 from registry.output import dumps, progress
 from registry.redact import redact
+from registry.timeutil import seconds_from_env
 from unitmgr import validation
 from unitmgr.views import observe
 from unitmgr.views.worktree_scan import WorktreeScanner
@@ -66,6 +68,11 @@ EVENTS_TAIL_BYTES = 1024 * 1024  # events.jsonl grows for ever: only its end is 
 EVENTS_LIMIT = 200
 TURNS_LIMIT = 50
 RECEIPT_MAX_BYTES = 256 * 1024
+HANDLER_TIMEOUT_SECONDS = 30.0  # SPEC 8: no connection is served longer
+TIMEOUT_VARIABLE = "UNITMGR_SERVE_TIMEOUT"  # overrides the 30 s, for tests
+MAX_CONNECTIONS = 32  # SPEC 8: open connections at once; one more is answered 503
+TURNED_AWAY_SECONDS = 1.0  # a 503'd connection is closed this long after its answer
+MAX_TURNED_AWAY = 256  # beyond this many waiting to close, the oldest is closed at once
 FRESH_SECONDS = 1.0  # a document younger than this answers every page that asks
 PULLS_FRESH_SECONDS = 60.0  # `--prs`: one GitHub read per unit per minute, whatever polls
 STATIC_DIR = Path(__file__).resolve().parent / "dashboard"
@@ -127,30 +134,10 @@ def serve_token(host: str) -> str | None:
 # -- reading, bounded ----------------------------------------------------------------------------
 
 
-def read_tail(path: Path, limit: int) -> tuple[bytes, int, int]:
-    """The last `limit` bytes of a regular file (never a FIFO, never through a symlink), its
-    size and the offset they start at; a cut first line is dropped."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        offset = max(0, info.st_size - limit)
-        handle.seek(offset)
-        data = handle.read(limit)
-    if offset:
-        cut = data.find(b"\n")
-        data = data[cut + 1 :] if cut >= 0 else b""
-    return data, info.st_size, offset
-
-
-def _small_json(path: Path) -> dict[str, Any] | None:
+def _small_json(path: Path, below: Path) -> dict[str, Any] | None:
     try:
-        data, size, _ = read_tail(path, RECEIPT_MAX_BYTES)
-        if size > RECEIPT_MAX_BYTES:
-            return None
-        value = json.loads(data)
-    except (OSError, ValueError):
+        value = bounded.read_json(path, RECEIPT_MAX_BYTES, below=below)
+    except (OSError, ValueError):  # missing, refused by the bounded reader, or not JSON
         return None
     return value if isinstance(value, dict) else None
 
@@ -259,7 +246,7 @@ def _turns(state_dir: Path) -> list[dict[str, Any]]:
         return []
     turns = []
     for name in names[-TURNS_LIMIT:]:
-        receipt = _small_json(transcripts / name)
+        receipt = _small_json(transcripts / name, state_dir.parent)
         if receipt is None:
             continue
         summary = observe.receipt_summary(receipt) or {}
@@ -285,9 +272,11 @@ def _transcript(state_dir: Path) -> dict[str, Any] | None:
     if realpath(path.parent) != realpath(paths.transcripts_dir):
         return {**view, "error": "the turn's kind names a file outside the transcripts directory"}
     try:
-        data, size, offset = read_tail(path, TAIL_BYTES)
+        data, size, offset = bounded.read_tail(path, TAIL_BYTES, below=state_dir.parent)
     except FileNotFoundError:
         return {**view, "bytes": 0, "offset": 0, "truncated": False, "text": ""}
+    except bounded.Unreadable as error:
+        return {**view, "error": f"cannot read the transcript: {error.reason}"}
     except OSError as error:
         return {**view, "error": f"cannot read the transcript: {error.strerror or error}"}
     text = data.decode("utf-8", errors="replace")  # redacted with the whole answer
@@ -296,8 +285,10 @@ def _transcript(state_dir: Path) -> dict[str, Any] | None:
 
 def _events(workspace: Workspace, unit_id: str) -> list[dict[str, Any]]:
     try:
-        data, _, _ = read_tail(workspace.registry.events_file, EVENTS_TAIL_BYTES)
-    except OSError:
+        data, _, _ = bounded.read_tail(
+            workspace.registry.events_file, EVENTS_TAIL_BYTES, below=workspace.common_git_dir
+        )
+    except (OSError, ValueError):
         return []
     found = []
     for line in data.splitlines():
@@ -504,9 +495,102 @@ def handler_for(dashboard: Dashboard) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+BUSY = (
+    b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\n"
+    b"Connection: close\r\nRetry-After: 2\r\n\r\n"
+    + _refusal(
+        "busy",
+        f"unit serve has {MAX_CONNECTIONS} connections open, its limit",
+        "retry the request after 2 s (Retry-After), or close idle dashboard pages",
+    )
+)
+
+
+def _cut(connection: Any) -> None:
+    """End a connection that ran over its deadline: its handler's next read or write fails."""
+    import socket
+
+    with contextlib.suppress(OSError):
+        connection.shutdown(socket.SHUT_RDWR)
+
+
 class DashboardServer(ThreadingHTTPServer):
+    """One thread per connection, at most `MAX_CONNECTIONS` at once (SPEC 8): one more is
+    answered 503 and closed at once, without a thread. Each connection has a socket timeout
+    and a deadline for the whole exchange (`handler_timeout`), so a client that trickles its
+    request a byte at a time (slowloris) or never reads its answer holds a slot 30 s at most."""
+
     daemon_threads = True  # a page left open never holds up Ctrl-C
     allow_reuse_address = True
+    # The kernel's queue of connections not yet accepted: at socketserver's 5, a burst of
+    # clients waits out SYN retries (seconds) before the cap can even answer them.
+    request_queue_size = 128
+    handler_timeout = HANDLER_TIMEOUT_SECONDS
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        self.handler_timeout = seconds_from_env(TIMEOUT_VARIABLE, HANDLER_TIMEOUT_SECONDS)
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.turned_away: list[tuple[float, Any]] = []
+
+    def _turn_away(self, request: Any) -> None:
+        """503 and end-of-stream at once, from the serving thread (never waiting on the
+        client); the socket itself is closed a moment later by `service_actions`, once the
+        client has had time to send its request and read the answer — closing a socket with
+        its request unread would reset the connection before the 503 is read."""
+        import socket
+
+        with contextlib.suppress(OSError):
+            request.setblocking(False)
+            request.send(BUSY)  # what fits the socket buffer, which is all of it
+            request.shutdown(socket.SHUT_WR)
+        self.turned_away.append((time.monotonic() + TURNED_AWAY_SECONDS, request))
+        while len(self.turned_away) > MAX_TURNED_AWAY:
+            self._close(self.turned_away.pop(0)[1])
+
+    def service_actions(self) -> None:
+        super().service_actions()
+        now = time.monotonic()
+        while self.turned_away and self.turned_away[0][0] <= now:
+            self._close(self.turned_away.pop(0)[1])
+
+    @staticmethod
+    def _close(request: Any) -> None:
+        with contextlib.suppress(OSError):
+            request.recv(65536)  # what the client sent meanwhile: read, so close sends no reset
+        with contextlib.suppress(OSError):
+            request.close()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            self._turn_away(request)
+            return
+        try:
+            request.settimeout(self.handler_timeout)
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        watchdog = threading.Timer(self.handler_timeout, _cut, (request,))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            watchdog.cancel()
+            self.slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that timed out, was cut or went away says nothing; anything else is
+        one redacted trace on stderr (socketserver's own would print it unredacted)."""
+        import sys
+        import traceback
+
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        progress(f"unit serve: {traceback.format_exc()}")
 
 
 def bind(host: str, port: int, dashboard: Dashboard) -> DashboardServer:

@@ -100,6 +100,8 @@ def _turn(pair: dict[str, Any]) -> str:
     if "error" in pair:
         return "pair: " + str(pair["error"])
     in_flight = pair.get("in_flight")
+    if in_flight and "unreadable" in in_flight:
+        return "marker unreadable"
     if in_flight:
         turn = pair.get("turn") or {}
         quiet = turn.get("seconds_since_output")
@@ -108,6 +110,8 @@ def _turn(pair: dict[str, Any]) -> str:
             f", quiet {quiet}s" if quiet is not None else ""
         )
     receipt = pair.get("latest_receipt")
+    if receipt and "unreadable" in receipt:
+        return "receipt unreadable"
     if receipt:
         text = f"#{receipt.get('seq')} {receipt.get('status')}"
         throttle = receipt.get("throttle_signals")

@@ -20,15 +20,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from registry import bounded, terminal
 from registry.errors import StateError, UsageError
-from registry.output import Rendered, write_text
+from registry.output import Rendered, progress, write_text
 from registry.redact import redact_bytes
 from unitmgr import validation
 from unitmgr.options import TailOptions
 from unitmgr.workspace import Workspace
 
 POLL_SECONDS = 0.25
-READ_BYTES = 1 << 20
+TAIL_BYTES = 1 << 20  # a longer transcript is shown from its last MiB (and so is a jump ahead)
+PENDING_BYTES = 64 * 1024  # an incomplete line longer than this is printed as it stands
+KEEP_BYTES = 4096  # what an overlong line keeps back, so a token is never split
 
 
 def _seq(value: str | None) -> int | None:
@@ -44,47 +47,101 @@ def _seq(value: str | None) -> int | None:
 
 
 class _Printer:
-    """Prints a growing transcript from an offset: whole lines while it grows, the rest at the
-    end; rendered through the adapter, or raw."""
+    """Prints a growing transcript: whole lines while it grows, the rest at the end; rendered
+    through the adapter, or raw.
 
-    def __init__(self, partner: str, *, raw: bool) -> None:
-        self.partner, self.raw = partner, raw
+    Bounded whatever the file is (SPEC 8): it starts at most `TAIL_BYTES` from the end, a
+    follow never reads more than that per poll (a file that jumps further ahead is skipped to
+    its last `TAIL_BYTES`), and an incomplete line longer than `PENDING_BYTES` is printed as
+    it is. Every read goes through the bounded reader from the git dir that holds `pair/`: a
+    FIFO, a device or a symlink (the transcript's, or a symlinked `pair/` or `transcripts/`)
+    is never read, and `unreadable` says why."""
+
+    def __init__(self, partner: str, *, raw: bool, below: Path) -> None:
+        self.partner, self.raw, self.below = partner, raw, below
         self.offset = 0
         self.pending = b""
+        self.cut = False  # the next bytes start inside a line: drop up to its end
+        self.unreadable: str | None = None
+        self.terminal = sys.stdout.isatty()
 
     def drain(self, transcript: Path, *, final: bool) -> None:
         try:
-            with open(transcript, "rb") as handle:
-                handle.seek(self.offset)
-                while chunk := handle.read(READ_BYTES):
-                    self.offset += len(chunk)
-                    self._emit(chunk, final=False)
+            self._read(transcript)
         except FileNotFoundError:
             pass
+        except bounded.Unreadable as error:
+            self.unreadable = error.reason
         if final:
             self._emit(b"", final=True)
 
+    def _read(self, transcript: Path) -> None:
+        _, size = bounded.read_range(transcript, 0, 0, below=self.below)
+        if size < self.offset:  # replaced by a shorter file: start over at its tail
+            self._note(f"[the transcript shrank to {size} bytes]")
+            self.offset, self.pending = 0, b""
+        if size - self.offset > TAIL_BYTES:
+            start = size - TAIL_BYTES
+            self._note(f"[… {start - self.offset} bytes not shown]")
+            self.offset, self.pending, self.cut = start, b"", start > 0
+        if size > self.offset:
+            data, _ = bounded.read_range(
+                transcript, self.offset, size - self.offset, below=self.below
+            )
+            self.offset += len(data)
+            self._emit(data, final=False)
+
     def _emit(self, chunk: bytes, *, final: bool) -> None:
+        if self.cut and chunk:
+            end = chunk.find(b"\n")
+            chunk, self.cut = (chunk[end + 1 :], False) if end >= 0 else (b"", True)
         data = self.pending + chunk
         cut = len(data) if final else data.rfind(b"\n") + 1
+        if len(data) - cut > PENDING_BYTES:  # a line that never ends: print it as it stands
+            cut = _safe_cut(data, len(data) - KEEP_BYTES)
         whole, self.pending = data[:cut], data[cut:]
         if not whole:
             return
         if self.raw:
-            sys.stdout.flush()
-            sys.stdout.buffer.write(redact_bytes(whole))
-            sys.stdout.buffer.flush()
+            self._write_raw(redact_bytes(whole))
             return
         from pair import api as pair_api
 
         lines = whole.decode("utf-8", "replace").splitlines()
         rendered = [out for line in lines for out in pair_api.render_line(self.partner, line)]
         if rendered:
-            write_text("\n".join(rendered) + "\n")
+            write_text(terminal.clean("\n".join(rendered)) + "\n")
+
+    def _write_raw(self, data: bytes) -> None:
+        """`--raw`: the redacted bytes unchanged — unless stdout is a terminal, where an
+        executor's escape sequence would act on the lead's terminal: there they are shown as
+        visible escapes, like every text view (decisions.md)."""
+        if self.terminal:
+            write_text(terminal.clean(data.decode("utf-8", "backslashreplace")))
+            return
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+    def _note(self, text: str) -> None:
+        if self.raw:
+            progress(text)  # raw stdout stays the transcript's bytes
+        else:
+            write_text(text + "\n")
+
+
+def _safe_cut(data: bytes, at: int) -> int:
+    """Where to split an overlong line near `at`: after the last space, quote or comma in the
+    `KEEP_BYTES` before it, so a token (which has none) is not split across two redactions."""
+    window = data[max(0, at - KEEP_BYTES) : at]
+    best = max(window.rfind(separator) for separator in (b" ", b'"', b",", b"\t", b"'"))
+    return max(0, at - KEEP_BYTES) + best + 1 if best >= 0 else at
 
 
 def status_line(receipt: dict[str, Any]) -> str:
     """The receipt in one line: `[receipt #2 task: replied in 1.4s]`, with a failure's reason."""
+    if "unreadable" in receipt:
+        return f"[receipt {receipt['unreadable']} unreadable: {receipt.get('error')}]"
     line = f"[receipt #{receipt.get('seq')} {receipt.get('kind')}: {receipt.get('status')}"
     if receipt.get("seconds") is not None:
         line += f" in {receipt['seconds']}s"
@@ -113,10 +170,14 @@ def run(repo: str, options: TailOptions) -> Rendered:
             next_step=f"unit status --unit {unit_id} --repo {workspace.toplevel} (pair.seq "
             "names its turns)",
         )
-    printer = _Printer(turn.partner, raw=options.raw)
+    printer = _Printer(turn.partner, raw=options.raw, below=Path(str(state_dir)).parent)
     while True:
         receipt = pair_api.read_receipt(turn.receipt)
         printer.drain(turn.transcript, final=receipt is not None or not options.follow)
+        if printer.unreadable is not None:  # shown, never followed (a read command: exit 0)
+            shown = f"[transcript {turn.transcript} unreadable: {printer.unreadable}]"
+            end = status_line(receipt) if receipt else f"[turn #{turn.seq}: no receipt yet]"
+            return Rendered(f"{shown}\n{end}")
         if receipt is not None:
             return Rendered(status_line(receipt))
         if not options.follow:

@@ -175,14 +175,15 @@ def _change(
     if not record_file.exists():
         current = "dismantled"
     elif _mtime(record_file) > since:
-        from registry.records import RecordTooNew, RecordUnreadable, decode_record
+        from registry.records import RecordTooNew, RecordUnreadable
 
         try:
-            fresh = decode_record(record_file.read_bytes())
-            current = fresh.lifecycle
-        except FileNotFoundError:
-            current = "dismantled"
-        except (RecordUnreadable, RecordTooNew):
+            found = workspace.registry.read(record.unit_id)  # the bounded reader
+            if found is None:
+                current = "dismantled"
+            else:
+                fresh, current = found, found.lifecycle
+        except (RecordUnreadable, RecordTooNew):  # the bounded reader refused it, too
             current = "unreadable"
     receipt = None
     if record.pair is not None and record.pair.state_dir:

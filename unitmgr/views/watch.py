@@ -14,8 +14,9 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
+from registry import terminal
 from registry.errors import UsageError
 from registry.output import Rendered
 from unitmgr.views import observe
@@ -63,6 +64,15 @@ def banner(document: dict[str, Any]) -> Any:
     return Text("\n").join(lines)
 
 
+def _unreadable(pair: dict[str, Any]) -> tuple[str, str] | None:
+    """(what, why) when the marker or the receipt was refused by the bounded reader."""
+    for name, what in (("in_flight", "marker"), ("latest_receipt", "receipt")):
+        found = pair.get(name) or {}
+        if "unreadable" in found:
+            return what, str(found.get("error"))
+    return None
+
+
 def attention(unit: dict[str, Any]) -> list[tuple[str, str]]:
     """(style, text) for everything about this unit a person should look at: first its
     attention state when the lead must act (the one the banner names, from the one attention
@@ -79,6 +89,10 @@ def attention(unit: dict[str, Any]) -> list[tuple[str, str]]:
     pair = unit.get("pair") or {}
     if "error" in pair:
         notes.append(("red", f"pair: {pair['error']}"))
+        return notes
+    refused = _unreadable(pair)
+    if refused:
+        notes.append(("red", f"{refused[0]} unreadable: {refused[1]}"))
         return notes
     in_flight = pair.get("in_flight")
     turn = pair.get("turn") or {}
@@ -123,6 +137,9 @@ def _turn(pair: dict[str, Any]) -> str:
         return "-"
     in_flight = pair.get("in_flight")
     turn = pair.get("turn") or {}
+    refused = _unreadable(pair)
+    if refused:
+        return f"{refused[0]} unreadable"
     if in_flight:
         quiet = turn.get("seconds_since_output")
         return f"#{in_flight.get('seq')} running" + (
@@ -144,11 +161,16 @@ def _size(count: int | None) -> str:
 
 
 def frame(document: dict[str, Any]) -> Any:
-    """One rich renderable of a `status --all` document."""
+    """One rich renderable of a `status --all` document.
+
+    Every string an executor could have written is cleaned first (SPEC 8: its escape sequences
+    print as visible text) and reaches rich only as `Text`, never as a markup string, so a
+    `[link=…]` or `[blink]` in a receipt is shown as it is written."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
+    document = cast(dict[str, Any], terminal.clean_all(document))
     units = document["units"]
     flagged = len(waiting_on_you(units))
     title = Text.assemble(
@@ -174,11 +196,11 @@ def frame(document: dict[str, Any]) -> Any:
             label.append("\n:" + ports_cell(unit["ports"]), style="dim")
         table.add_row(
             label,
-            unit.get("lifecycle", "-"),
-            unit.get("partner") or "-",
-            _turn(pair),
-            _size(turn.get("bytes")),
-            (
+            Text(str(unit.get("lifecycle", "-"))),
+            Text(str(unit.get("partner") or "-")),
+            Text(_turn(pair)),
+            Text(_size(turn.get("bytes"))),
+            Text(
                 f"+{worktree.get('ahead_of_base')} dirty {worktree.get('dirty_files')}"
                 if worktree.get("present")
                 else "missing"
@@ -211,7 +233,7 @@ def run(repo: str, *, interval: float, once: bool) -> Rendered:
         console = Console(width=100, record=True, force_terminal=sys.stdout.isatty())
         with console.capture() as captured:
             console.print(frame(observe.status_all(workspace)))
-        return Rendered(captured.get())
+        return Rendered(captured.get(), styled=console.is_terminal)
     if not sys.stdout.isatty():
         raise UsageError(
             "not-a-terminal",
