@@ -92,34 +92,55 @@ def test_a_cancelled_receipt_carries_code_and_next(sandbox: Sandbox) -> None:
 
 
 def test_a_unit_the_leads_own_command_works_on_is_busy_not_recovery(sandbox: Sandbox) -> None:
-    """Issue 21: while a create is in its setup, `status --all` showed the unit `{error: "no pair
-    recorded"}`, attention `recovery` and a recovery command."""
+    """Issue 21: while a create is in its setup or a dismantle is mid-way, `status --all` showed
+    the unit `{error: "no pair recorded"}`, attention `recovery` and a recovery command. Every
+    look that sees such a lifecycle must see `busy` (the command holds the unit's lock for as
+    long as the record shows it), whenever the look happens to land."""
     import concurrent.futures
+    import subprocess
 
     gate, started = sandbox.root / "gate", sandbox.root / "setup-started"
     setup = f"touch {started}; while [ ! -f {gate} ]; do sleep 0.05; done"
     limits = {"max_active": "5", "max_held": "5"}
-    assert sandbox.create("done1", **limits).code == 0
-    sandbox.wait_turn("done1")
+    for unit in ("done1", "going"):
+        assert sandbox.create(unit, **limits).code == 0
+        sandbox.wait_turn(unit)
+    # A process in the doomed worktree that ignores SIGTERM: dismantle's reap waits 5 s on it.
+    stubborn = subprocess.Popen(
+        ["sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"], cwd=sandbox.worktree("going")
+    )
+    looks = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
         creating = pool.submit(sandbox.create, "slow", "--setup", setup, **limits)
         wait_until(started.exists, timeout=60)
-        looks = [pool.submit(sandbox.unit, "status", "--all") for _ in range(10)]
-        listed = sandbox.unit("list")
+        dismantling = pool.submit(sandbox.unit, "dismantle", "--unit", "going", "--force", "going")
+        wait_until(lambda: sandbox.record("going")["lifecycle"] == "dismantling", timeout=60)
+        looks += [pool.submit(sandbox.unit, "status", "--all") for _ in range(10)]
+        looks.append(pool.submit(sandbox.unit, "list"))
+        documents = [look.result(timeout=120) for look in looks]
         gate.write_text("go")
         assert creating.result(timeout=120).code == 0
-    for look in looks:
-        document = look.result()
-        assert document.code == 0
-        by_id = {unit["unit_id"]: unit for unit in document["units"]}
-        slow = by_id["slow"]
-        assert slow["attention"]["state"] == "busy", slow["attention"]
-        assert "unit create" in slow["attention"]["why"]
-        assert "error" not in slow["pair"], slow["pair"]
-        assert slow["recovery"]["needed"] is False
-        assert by_id["done1"]["attention"]["state"] == "waiting-on-lead"
-    (slow,) = [unit for unit in listed["units"] if unit["unit_id"] == "slow"]
-    assert slow["attention"]["state"] == "busy" and not slow["recovery"]["needed"]
+        assert dismantling.result(timeout=120).code == 0
+    stubborn.wait(timeout=30)
+    mid_way = {"slow": 0, "going": 0}
+    for document in documents:
+        assert document.code == 0, document.stdout
+        for unit in document["units"]:
+            unit_id = unit["unit_id"]
+            if unit_id == "done1":
+                assert unit["attention"]["state"] == "waiting-on-lead"
+                continue
+            if unit["lifecycle"] in ("working",):
+                continue  # the look landed after the command finished
+            mid_way[unit_id] += 1
+            assert unit["attention"]["state"] == "busy", (unit_id, unit["attention"])
+            command = "unit create" if unit_id == "slow" else "unit dismantle"
+            assert command in unit["attention"]["why"], unit["attention"]
+            assert unit["recovery"]["needed"] is False, unit["recovery"]
+            pair = unit.get("pair") or unit.get("observed", {}).get("pair") or {}
+            assert "error" not in pair, pair
+    assert mid_way["slow"] == len(documents), mid_way  # the gate holds the create's setup
+    assert mid_way["going"] >= 1, mid_way
 
 
 def test_a_planted_holder_line_does_not_make_a_unit_busy(sandbox: Sandbox) -> None:
