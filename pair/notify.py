@@ -18,37 +18,19 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from pair.attention import of_receipt
+
 if TYPE_CHECKING:
     import threading
 
     from registry.notify import Target
 
-FAILED_STATUSES = ("failed", "empty-reply", "hang-killed", "worker-lost", "cancelled")
-
 
 def attention_for(receipt: dict[str, Any]) -> dict[str, Any] | None:
-    """The attention the turn's end leaves (`{state, since, why}`), or None when it waits on
-    nobody."""
-    status = receipt.get("status")
-    since = receipt.get("finished_at")
-    config_changes = receipt.get("foreign_config_changes") or []
-    planted = [str(change.get("key_or_path")) for change in config_changes]
-    if planted:  # as unitmgr/views/attention.py says it: the lead acts before anything else
-        why = f"the turn changed git config it does not own: {', '.join(planted)}"
-        return {"state": "failed", "since": since, "why": why[:400]}
-    if status == "replied":
-        first_line = next(
-            (line.strip() for line in str(receipt.get("reply") or "").splitlines() if line.strip()),
-            "",
-        )
-        why = "the executor replied" + (f": {first_line[:200]}" if first_line else "")
-        return {"state": "waiting-on-lead", "since": since, "why": why}
-    if status == "rate-limited":
-        return {"state": "rate-limited", "since": since, "why": str(receipt.get("reason") or "")}
-    if status in FAILED_STATUSES:
-        why = f"the turn ended {status}: {receipt.get('reason') or ''}".rstrip(": ")
-        return {"state": "failed", "since": since, "why": why}
-    return None
+    """The attention the turn's end leaves (`{state, since, why}`), as every view computes it
+    (pair/attention.py), or None when it waits on nobody."""
+    found = of_receipt(receipt)
+    return None if found["state"] == "idle" else found
 
 
 def announce_turn_end(notify: dict[str, Any] | None, receipt: dict[str, Any]) -> None:

@@ -104,6 +104,7 @@ PAIR_SURFACE = (
     "pair.environment",
     "pair.gitconfig",
     "pair.config_audit",
+    "pair.attention",
 )
 
 

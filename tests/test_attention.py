@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
+from pair.attention import first_line
 from registry.dirwatch import DirectoryWatch
 from registry.timeutil import iso_from_epoch
 from tests.conftest import Sandbox
 from unitmgr.config import stuck_seconds
-from unitmgr.views.attention import derive, first_line
+from unitmgr.views.attention import derive
 from unitmgr.workspace import Workspace
 
 NOW = 1_800_000_000.0

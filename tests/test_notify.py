@@ -154,10 +154,16 @@ def test_a_batch_notifies_turn_ends_attention_and_lifecycle(
         return seen(received(httpserver)) >= expected and seen(lines(sink_file)) >= expected
 
     wait_until(both_sinks_saw_all)
+    # One attention function (SPEC 3.4): the notification says what `status --all` says.
+    looked = {
+        unit["unit_id"]: unit["attention"] for unit in sandbox.unit("status", "--all")["units"]
+    }
     for documents in (received(httpserver), lines(sink_file)):
         by = {(d["unit_id"], d["event"]): d for d in documents}
         assert by[("u1", "attention")]["attention"]["state"] == "waiting-on-lead"
-        assert by[("u1", "attention")]["attention"]["why"] == "the executor replied: ready ***"
+        assert by[("u1", "attention")]["attention"]["why"] == "#1 task replied: ready ***"
+        if "u1" in looked and looked["u1"]["state"] == "waiting-on-lead":
+            assert by[("u1", "attention")]["attention"] == looked["u1"]
         assert by[("u1", "turn-ended")]["receipt"]["status"] == "replied"
         assert by[("u1", "turn-ended")]["receipt"]["reply"] == "ready ***"
         assert by[("u2", "attention")]["attention"]["state"] == "failed"

@@ -13,6 +13,7 @@ recovery > failed > rate-limited > stuck > running > waiting-on-lead > idle.
 
 from __future__ import annotations
 
+from pair.attention import of_receipt, state
 from registry.timeutil import ago, parse_iso
 
 TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
@@ -20,21 +21,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-# A reply's first line as `why`: bounded, so a reply that is one long line stays one short line.
-WHY_CHARS = 200
-HEAD_CHARS = 4096
-FAILED_STATUSES = ("failed", "empty-reply", "hang-killed", "worker-lost", "cancelled")
 # The states `unit watch`'s banner names and that notify (SPEC 3.15) announces: the lead acts.
 NEEDS_LEAD = ("recovery", "failed", "rate-limited", "stuck", "waiting-on-lead")
-
-
-def first_line(text: str | None) -> str:
-    # Only a bounded head is split: a long reply costs no more than a short one.
-    for raw in (text or "")[:HEAD_CHARS].splitlines():
-        line = raw.strip()
-        if line:
-            return line if len(line) <= WHY_CHARS else line[: WHY_CHARS - 1] + "…"
-    return ""
 
 
 def age_at(since: str | None, observed_at: str) -> str:
@@ -62,8 +50,8 @@ def _epoch(text: str | None) -> float | None:
         return None
 
 
-def _state(state: str, since: str | None, why: str) -> dict[str, Any]:
-    return {"state": state, "since": since or None, "why": why}
+def _state(name: str, since: str | None, why: str) -> dict[str, Any]:
+    return state(name, since, why)
 
 
 def busy_why(busy: dict[str, Any]) -> str:
@@ -109,31 +97,7 @@ def derive(
     receipt = pair.get("latest_receipt")
     if not receipt:
         return _state("idle", updated_at, "no turn yet")
-    if "unreadable" in receipt:
-        return _state("failed", updated_at, f"receipt unreadable: {receipt['unreadable']}")
-    seq, kind, status = receipt.get("seq"), receipt.get("kind"), receipt.get("status")
-    finished = receipt.get("finished_at") or updated_at
-    turn = f"#{seq} {kind}"
-    moved = [str(change.get("ref")) for change in receipt.get("foreign_ref_changes") or []]
-    if moved:
-        return _state("failed", finished, f"{turn} moved refs it does not own: {', '.join(moved)}")
-    config_changes = receipt.get("foreign_config_changes") or []
-    planted = [str(change.get("key_or_path")) for change in config_changes]
-    if planted:
-        why = f"{turn} changed git config it does not own: {', '.join(planted)}"
-        return _state("failed", finished, first_line(why))
-    if status in FAILED_STATUSES:
-        reason = first_line(receipt.get("reason"))
-        return _state("failed", finished, f"{turn} {status}" + (f": {reason}" if reason else ""))
-    if status == "rate-limited":
-        retry = receipt.get("retry_after_seconds")
-        why = f"{turn} rate-limited" + (f", retry after {ago(retry)}" if retry else "")
-        reason = first_line(receipt.get("reason"))
-        return _state("rate-limited", finished, why + (f": {reason}" if reason else ""))
-    if status == "replied":
-        reply = first_line(receipt.get("reply"))
-        return _state("waiting-on-lead", finished, f"{turn} replied: {reply}")
-    return _state("idle", finished, f"{turn} {status}")
+    return of_receipt(receipt, updated_at=updated_at)
 
 
 def _in_flight(
