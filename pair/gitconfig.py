@@ -8,6 +8,11 @@ catalogue of those keys and the one parser of `git config --list --show-scope --
 shared by the neutral git invocation (what the lead's own git calls pin) and the config audit
 (what an executor added since the lead last looked). It runs no git itself: callers pass the
 listing's raw output, so the one git layer of each package stays the only place git runs.
+
+It also derives what the lead's git calls pin from a listing (`neutral_pins`, `neutral_args`)
+and memoizes the listing per repository (`ListingCache`). Over ~400 lines on purpose: the
+catalogue, the pins and the memo must agree key for key, and both git layers (unitmgr's and
+pair's, which may not import each other) share them from here.
 """
 
 from __future__ import annotations
@@ -152,7 +157,7 @@ OBJECT_ONLY = frozenset(
      "merge-base", "rev-list", "config", "cat-file"}
 )  # fmt: skip
 
-# Diff-family subcommands get these flags: no external diff driver, no textconv filter.
+# Diff-family subcommands get these flags (`neutral_args`): no external diff, no textconv.
 DIFF_FAMILY = frozenset({"diff", "log", "show", "diff-tree", "diff-index", "diff-files"})
 NO_EXTERNAL_DIFF = ("--no-ext-diff", "--no-textconv")
 
@@ -212,8 +217,9 @@ def neutral_pins(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
     user: dict[str, str] = {}
     helpers: list[tuple[str, str]] = []
     planted: dict[str, None] = {}  # ordered set of executable keys a repository file sets
-    remotes: dict[str, None] = {"origin": None}
-    filters: dict[str, None] = {}
+    # Only remotes some file names: a pin alone would make git see a remote that is not there.
+    remotes: dict[str, None] = {}
+    filters: dict[str, set[str]] = {}  # filter name -> the variables repository files set
     for entry in entries:
         key, lowered = entry.key, entry.key.lower()
         if lowered.startswith("remote.") and lowered.count(".") >= 2:
@@ -226,7 +232,7 @@ def neutral_pins(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
                 helpers.append((key, entry.value or ""))
             continue
         if lowered.startswith("filter.") and lowered.count(".") >= 2:
-            filters[_subsection(key)] = None
+            filters.setdefault(_subsection(key), set()).add(lowered.rsplit(".", 1)[1])
         elif is_executable_key(key):
             planted[key] = None
     pins: list[tuple[str, str]] = list(ALWAYS_PINS)
@@ -242,11 +248,14 @@ def neutral_pins(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
                                   ("receivepack", "git-receive-pack")):  # fmt: skip
             key = f"remote.{remote}.{variable}"
             pins.append((key, user.get(key, program)))
-    for name in filters:
+    for name, variables in filters.items():
         for variable, neutral in (("clean", ""), ("smudge", ""), ("process", ""),
                                   ("required", "false")):  # fmt: skip
             key = f"filter.{name}.{variable}"
-            pins.append((key, user.get(key, neutral)))
+            # An empty `process` is still "a process filter" to git, which then ignores
+            # `clean`/`smudge`: pinned only when a repository file sets one.
+            if variable != "process" or key in user or variable in variables:
+                pins.append((key, user.get(key, neutral)))
     pinned = {key.lower() for key, _ in pins}
     for key in planted:
         if key.lower() in pinned or key.lower().startswith("credential."):
@@ -289,13 +298,22 @@ def subcommand(args: list[str] | tuple[str, ...]) -> str:
     return ""
 
 
-def with_diff_flags(args: list[str]) -> list[str]:
-    """`args` with NO_EXTERNAL_DIFF after a diff-family subcommand."""
+def neutral_args(args: list[str]) -> list[str]:
+    """`args` with the flags that pin what config cannot: NO_EXTERNAL_DIFF after a diff-family
+    subcommand, and git's own `upload-pack`/`receive-pack` for a fetch, `ls-remote` or push
+    (a remote's `uploadpack`/`receivepack` is "the first one given wins", so a command-line
+    value cannot override a planted one; the option can)."""
     name = subcommand(args)
-    if name not in DIFF_FAMILY:
+    if name in DIFF_FAMILY:
+        flags: tuple[str, ...] = NO_EXTERNAL_DIFF
+    elif name in ("fetch", "ls-remote"):
+        flags = ("--upload-pack=git-upload-pack",)
+    elif name == "push":
+        flags = ("--receive-pack=git-receive-pack",)
+    else:
         return args
     index = args.index(name) + 1
-    return [*args[:index], *NO_EXTERNAL_DIFF, *args[index:]]
+    return [*args[:index], *flags, *args[index:]]
 
 
 # -- the listing, memoized per repository ---------------------------------------------------

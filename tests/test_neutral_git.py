@@ -64,11 +64,16 @@ def _plant_route(sandbox: Sandbox, route: str, worktree: Path, script: Path) -> 
         (common / "info" / "attributes").write_text("* filter=planted\n")
 
 
+_STAMPS = iter(range(1_000_000, 2_000_000, 7))
+
+
 def _stat_dirty(worktree: Path) -> None:
-    """Make git re-read a tracked file's content (where a clean filter runs)."""
+    """Make git re-read a tracked file's content (where a clean filter runs): a new mtime, a
+    whole second away from any the index recorded."""
     readme = worktree / "README.md"
     readme.write_text(readme.read_text())
-    os.utime(readme, ns=(1, 1))
+    stamp = next(_STAMPS)
+    os.utime(readme, (stamp, stamp))
 
 
 @pytest.mark.parametrize("route", ROUTES)
