@@ -123,6 +123,10 @@ def test_the_leads_commands_run_nothing_planted(sandbox: Sandbox) -> None:
     worktree = sandbox.worktree("u1")
     _plant_everything(sandbox, worktree, script)
     steps: list[tuple[str, ...]] = [
+        ("doctor",),
+        # Trusted on purpose (the config audit would refuse every mutating command otherwise):
+        # what is trusted still never runs in the lead.
+        ("doctor", "--trust"),
         ("status", "--all"),
         ("list",),
         ("status", "--unit", "u1"),
@@ -147,7 +151,11 @@ def test_the_leads_commands_run_nothing_planted(sandbox: Sandbox) -> None:
             result.stdout,
         )
         # (scope --approve, verify and merge may refuse on the merits: the file is uncommitted)
-        if args[0] in ("status", "list", "create", "dismantle", "addendum") or args == steps[3]:
+        if args[0] in ("doctor", "status", "list", "create", "dismantle", "addendum") or args == (
+            "scope",
+            "--unit",
+            "u1",
+        ):
             assert result.code == 0, (args, result.stdout)
         if args[0] == "restaff":
             sandbox.wait_turn("u1")
