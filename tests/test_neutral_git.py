@@ -217,3 +217,26 @@ def test_a_users_own_hooks_and_global_filters_still_apply_to_the_executor(
     assert receipt["status"] == "replied", receipt
     assert (sandbox.root / "user-hook.log").read_text() == "pre-commit\n"
     assert git(worktree, "log", "-1", "--format=%s") == "hi"
+
+
+def test_a_create_killed_between_the_add_and_the_checkout_resumes_to_a_full_checkout(
+    sandbox: Sandbox,
+) -> None:
+    """The state a kill between `worktree add --no-checkout` and the checkout leaves (made here
+    by hand after a crash as the step starts): the resume checks the worktree out in full."""
+    import os as _os
+
+    crash = dict(
+        _os.environ, UNITMGR_TEST_HOOKS="1", UNITMGR_TEST_CRASH_AFTER="create:worktree:started"
+    )
+    assert sandbox.unit(*sandbox.create_args("u1"), env=crash).code != 0
+    worktree = sandbox.worktree("u1")
+    base = sandbox.record("u1")["base_sha"]
+    git(
+        sandbox.repo, "worktree", "add", "-q", "--no-checkout", "-b", "feat/u1", str(worktree), base
+    )
+    assert not (worktree / "README.md").exists()
+    resumed = sandbox.create("u1")
+    assert resumed.code == 0 and resumed["status"] == "resumed", resumed.stdout
+    assert (worktree / "README.md").read_text() == "# sandbox\n"
+    assert git(worktree, "status", "--porcelain", "--untracked-files=no") == ""
