@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pair import gitconfig
 from pair.errors import StateError, UsageError
 from pair.paths import state_dir_for
 from registry.environment import child_environment
@@ -32,8 +33,33 @@ class Place:
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`git -C cwd args`, neutralized as unitmgr's git calls are (SPEC 8,
+    `pair.gitconfig.neutral_pins`): nothing a repository file names runs in pair's process."""
+    environment = child_environment()
+    environment.update(gitconfig.config_environment(_pins(cwd, args), environment))
     return subprocess.run(
-        ["git", "-C", str(cwd), *args],
+        ["git", "-C", str(cwd), *gitconfig.neutral_args(list(args))],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT_SECONDS,
+        env=environment,
+        check=False,
+    )
+
+
+def _pins(cwd: Path, args: tuple[str, ...]) -> list[tuple[str, str]]:
+    if gitconfig.subcommand(args) in gitconfig.OBJECT_ONLY:
+        return list(gitconfig.ALWAYS_PINS)
+    return gitconfig.neutral_pins(gitconfig.LISTINGS.entries(str(cwd), _list_config))
+
+
+def _list_config(place: str, explicit: bool) -> str:
+    """The config listing `pair.gitconfig.ListingCache` asks for, with no pins (`git config`
+    runs no program); a failure raises: git never runs without its pins."""
+    argv = ["git", "--git-dir", place] if explicit else ["git", "-C", place]
+    completed = subprocess.run(
+        [*argv, *gitconfig.LIST_ARGS],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -41,6 +67,9 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env=child_environment(),
         check=False,
     )
+    if completed.returncode != 0:
+        raise StateError("git-failed", f"git config --list failed: {completed.stderr.strip()}")
+    return completed.stdout
 
 
 def locate(repo: str | Path) -> Place:

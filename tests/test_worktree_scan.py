@@ -138,8 +138,9 @@ def test_reuse_skips_git_only_while_nothing_changed(sandbox: Sandbox) -> None:
 def test_status_all_runs_one_git_process_per_clean_worktree(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    """Counted with a `git` wrapper first on PATH: one `worktree list`, one `rev-parse`, and one
-    `status` per unit whose branch is not ahead (no `rev-list`, no `diff`)."""
+    """Counted with a `git` wrapper first on PATH: one `worktree list`, one `rev-parse`, one
+    `config --list` for the whole repository (the neutral pins, SPEC 8: memoized, not one per
+    unit), and one `status` per unit whose branch is not ahead (no `rev-list`, no `diff`)."""
     git(sandbox.repo, "update-ref", "refs/heads/main", "HEAD")
     for name in ("u1", "u2", "u3"):
         _worktree(sandbox, name, f"feat/{name}")
@@ -157,9 +158,9 @@ def test_status_all_runs_one_git_process_per_clean_worktree(
     assert result.code == 0, result.stdout
     document = json.loads(result.stdout)
     assert [unit["worktree"]["ahead_of_base"] for unit in document["units"]] == [0, 0, 0]
-    verbs = [line.split()[0] if not line.startswith("--") else line.split()[1] for line in
-             log.read_text().splitlines()]  # fmt: skip
-    assert sorted(verbs) == ["rev-parse", "status", "status", "status", "worktree"], verbs
+    verbs = [next(word for word in line.split() if not word.startswith("-") and "/" not in word)
+             for line in log.read_text().splitlines()]  # fmt: skip
+    assert sorted(verbs) == ["config", "rev-parse", "status", "status", "status", "worktree"], verbs
 
 
 def test_overlaps_through_the_index_match_the_pairwise_comparison() -> None:

@@ -89,16 +89,79 @@ def run_git(
     optional_locks: bool = True,
     environment: dict[str, str] | None = None,
     stdin_text: str | None = None,
+    unpinned: tuple[str, ...] = (),
 ) -> GitResult:
-    """Run `git <args>` in `cwd`. `check` raises `GitError` on a non-zero exit.
+    """Run `git <args>` in `cwd`, neutralized (SPEC 8): command-line config that wins over the
+    repository's pins every program a repository file could make git run
+    (`pair.gitconfig.neutral_pins`), plus the flags config cannot pin
+    (`pair.gitconfig.neutral_args`: `--no-ext-diff --no-textconv`, git's own upload-pack and
+    receive-pack). `check` raises `GitError` on a non-zero exit.
 
-    `environment` adds variables to the no-prompt child environment; `stdin_text` is git's
-    standard input (else /dev/null)."""
+    `environment` adds variables to the no-prompt child environment (its `GIT_CONFIG_*` come
+    before the pins). `stdin_text` is git's standard input (else /dev/null). `unpinned` names
+    keys a call that runs nothing reads as the repository sets them (`git config --get`,
+    `rev-parse --git-path hooks`)."""
+    from pair import gitconfig
+
+    shown = ["git", *args]
     argv = ["git"]
     if not optional_locks:
         argv.append("--no-optional-locks")  # status must not rewrite the index of a reader
-    argv.extend(args)
+    argv.extend(gitconfig.neutral_args(list(args)))
+    try:
+        pins = _pins(args, cwd)
+    except GitError as error:  # no listing, no pins: git does not run without them
+        if check:
+            raise
+        return GitResult(error.returncode or 128, "", error.stderr)
+    if unpinned:
+        dropped = {key.lower() for key in unpinned}
+        pins = [(key, value) for key, value in pins if key.lower() not in dropped]
+    variables = child_environment(environment)
+    variables.update(gitconfig.config_environment(pins, variables))
     seconds = network_timeout() if network else local_timeout()
+    result = _execute(
+        argv, cwd=cwd, step=step, seconds=seconds, environment=variables, stdin_text=stdin_text
+    )
+    if check and result.returncode != 0:
+        raise GitError(step, shown, result.returncode, result.stderr)
+    return result
+
+
+def _pins(args: Sequence[str], cwd: Path) -> list[tuple[str, str]]:
+    from pair import gitconfig
+
+    if gitconfig.subcommand(list(args)) in gitconfig.OBJECT_ONLY or not cwd.is_dir():
+        return list(gitconfig.ALWAYS_PINS)  # (a missing directory: git will not start there)
+    return gitconfig.neutral_pins(gitconfig.LISTINGS.entries(str(cwd), _list_config))
+
+
+def _list_config(place: str, explicit: bool) -> str:
+    """The repository's config listing, for `pair.gitconfig.ListingCache`: run with no pins
+    (`git config` runs no program) against a git dir (`explicit`) or in a directory."""
+    from pair.gitconfig import LIST_ARGS
+
+    argv = ["git", "--git-dir", place, *LIST_ARGS] if explicit else ["git", *LIST_ARGS]
+    cwd = Path(place) if not explicit else Path("/")
+    result = _execute(
+        argv, cwd=cwd, step="list config", seconds=local_timeout(), environment=child_environment()
+    )
+    if result.returncode != 0:
+        raise GitError("list config", argv, result.returncode, result.stderr)
+    return result.stdout
+
+
+def _execute(
+    argv: list[str],
+    *,
+    cwd: Path,
+    step: str,
+    seconds: float,
+    environment: dict[str, str],
+    stdin_text: str | None = None,
+) -> GitResult:
+    """Start `argv` in its own process group, stdin `stdin_text` (else /dev/null); kill it on
+    timeout."""
     hold_interrupts()  # SPEC 3.0: no signal between the start and the `try` that stops git
     try:
         process = subprocess.Popen(
@@ -108,7 +171,7 @@ def run_git(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            env=child_environment(environment),
+            env=environment,
         )
     except (FileNotFoundError, NotADirectoryError) as error:
         release_interrupts()
@@ -116,10 +179,7 @@ def run_git(
             raise
         # The directory went away before git started (a worktree removed while a reader looked
         # at it): answer as git does for a directory it cannot enter.
-        missing = GitResult(128, "", f"fatal: cannot change to '{cwd}': {error.strerror}\n")
-        if check:
-            raise GitError(step, argv, missing.returncode, missing.stderr) from None
-        return missing
+        return GitResult(128, "", f"fatal: cannot change to '{cwd}': {error.strerror}\n")
     except BaseException:
         release_interrupts()
         raise
@@ -134,14 +194,11 @@ def run_git(
     except BaseException:
         stop_child_group(process)  # interrupted (SPEC 3.0): git never outlives its command
         raise
-    result = GitResult(
+    return GitResult(
         process.returncode,
         stdout.decode("utf-8", "surrogateescape"),
         stderr.decode("utf-8", "replace"),
     )
-    if check and result.returncode != 0:
-        raise GitError(step, argv, result.returncode, result.stderr)
-    return result
 
 
 # -- repository ------------------------------------------------------------------------------
@@ -359,13 +416,23 @@ def list_worktrees(*, cwd: Path) -> list[WorktreeRow]:
 
 
 def add_worktree(path: Path, *, branch: str, start: str, new_branch: bool, cwd: Path) -> None:
-    """`git worktree add`: on a new branch at `start` (no upstream), or on an existing branch
-    (git refuses `--no-track` there: it only applies to a branch it creates)."""
+    """`git worktree add --no-checkout`: on a new branch at `start` (no upstream), or on an
+    existing branch (git refuses `--no-track` there: it only applies to a branch it creates).
+    `populate_worktree` then checks it out: `worktree add` itself would run a `post-checkout`
+    hook and the checkout's filters in a child of its own (SPEC 8)."""
     if new_branch:
-        args = ["worktree", "add", "--no-track", "-b", branch, str(path), start]
+        args = ["worktree", "add", "--no-checkout", "--no-track", "-b", branch, str(path), start]
     else:
-        args = ["worktree", "add", str(path), branch]
+        args = ["worktree", "add", "--no-checkout", str(path), branch]
     run_git(args, cwd=cwd, step="git worktree add")
+
+
+def populate_worktree(path: Path) -> None:
+    """Check out HEAD into a worktree made with `--no-checkout`: the index and every file, as
+    `worktree add` does (`reset --hard --no-recurse-submodules`), neutralized: no hook runs,
+    and a filter runs only as the user's own config defines it (a global LFS smudge does).
+    Idempotent: a create killed half-way repeats it over whatever the first attempt wrote."""
+    run_git(["reset", "--hard", "--quiet", "--no-recurse-submodules"], cwd=path, step="checkout")
 
 
 def remove_worktree(path: str, *, force: bool, cwd: Path) -> GitResult:
@@ -706,14 +773,19 @@ def untracked_files(worktree: Path) -> list[str]:
 
 def config_value(key: str, *, cwd: Path) -> str | None:
     """`git config --get KEY`, or None when it is not set."""
-    result = run_git(["config", "--get", key], cwd=cwd, step="read config", check=False)
+    result = run_git(
+        ["config", "--get", key], cwd=cwd, step="read config", check=False, unpinned=(key,)
+    )
     return result.stdout.strip() or None if result.returncode == 0 else None
 
 
 def hooks_directory(*, cwd: Path) -> Path:
     """The hooks directory git runs hooks from (the common dir's, or `core.hooksPath`)."""
     result = run_git(
-        ["rev-parse", "--path-format=absolute", "--git-path", "hooks"], cwd=cwd, step="hooks"
+        ["rev-parse", "--path-format=absolute", "--git-path", "hooks"],
+        cwd=cwd,
+        step="hooks",
+        unpinned=("core.hooksPath",),  # where the executor's git runs hooks from, not the lead's
     )
     return Path(result.stdout.strip())
 

@@ -116,6 +116,9 @@ class CreateSteps:
                     git.add_worktree(
                         path, branch=record.branch, start="", new_branch=False, cwd=cwd
                     )
+        # Always, also on a resume that found the worktree made: a create killed between the
+        # `--no-checkout` add and this checkout left it empty (nothing has used it since).
+        git.populate_worktree(Path(record.worktree))
         record.worktree = realpath(record.worktree)
         record.resources.worktree = True
         record.resources.local_branch = True
