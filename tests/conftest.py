@@ -468,9 +468,11 @@ def write_record(sandbox: Sandbox, unit_id: str, *, signed: bool = True, **field
 def lead_signatures(sandbox: Sandbox, document: dict[str, Any]) -> dict[str, str]:
     """The MACs the lead's `unit` would store for `document`'s signed fields (its key is this
     test's, under the temp HOME); {} for a document that is no readable record."""
-    from registry import signing
-    from registry.records import RecordUnreadable, decode_record
-
+    try:
+        from registry import signing
+        from registry.records import RecordUnreadable, decode_record
+    except ImportError:  # a unitmgr from before signed fields (the attack tests run on it too)
+        return {}
     try:
         record = decode_record(json.dumps(document))
     except (RecordUnreadable, ValueError):
