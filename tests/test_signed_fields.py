@@ -172,7 +172,11 @@ def test_a_planted_notify_command_in_the_session_runs_nothing(sandbox: Sandbox) 
     receipt = sandbox.wait_turn("u1")
     assert receipt["seq"] == 2
     supervisor_log = Path(receipt["receipt_file"].replace("-receipt.json", "-supervisor.log"))
-    wait_until(lambda: "not signed by the lead" in supervisor_log.read_text(), timeout=10)
+    # The supervisor tells after its receipt: it ran the planted command, or said it would not.
+    wait_until(
+        lambda: marker.exists() or "not signed by the lead" in supervisor_log.read_text(),
+        timeout=10,
+    )
     assert not marker.exists()
 
 
