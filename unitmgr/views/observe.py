@@ -359,7 +359,7 @@ def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, A
         from unitmgr.forge_github import open_forge
 
         forge = open_forge(workspace)
-    scanned = workspace.registry.scan()
+    scanned = workspace.scan()
     rows = worktree_rows(workspace) if scanned else {}
     now, stuck_after = time.time(), config.stuck_seconds(workspace)
     units = []
@@ -506,7 +506,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
     now = time.time()
     observed_at = iso_from_epoch(now, milliseconds=True)
     stuck_after = config.stuck_seconds(workspace)
-    entries = workspace.registry.scan()
+    entries = workspace.scan()
     # An empty registry needs no `git worktree list`: nothing would be matched against it.
     rows = worktree_rows(workspace) if entries else {}
     records = [entry for entry in entries if isinstance(entry, UnitRecord)]
