@@ -102,6 +102,9 @@ def test_a_rewritten_validation_runs_nothing(sandbox: Sandbox) -> None:
     assert result["next"] == "unit verify --unit u1 --validation 'COMMAND'"
     assert not marker.exists()
     assert sandbox.record("u1")["verification"] == before["verification"]
+    dry = sandbox.unit("verify", "--unit", "u1", "--dry-run", "--validation", "true")
+    assert dry.code == 0 and dry["command"] == "true", dry.stdout
+    assert sandbox.record("u1")["validation"] == f"touch {marker}; true"  # a dry run writes none
     # The lead supplies it again: recorded (signed) and run.
     again = sandbox.unit("verify", "--unit", "u1", "--validation", "test -f GREETING.md")
     assert again.code == 0, again.stdout

@@ -6,7 +6,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pair.paths import state_dir_for
 from registry.errors import UsageError
 from registry.locks import Deadline
 from registry.records import RecordTooNew, RecordUnreadable, UnitRecord
@@ -93,6 +92,8 @@ def derive_pair_state_dirs(
     records = [e for e in entries if isinstance(e, UnitRecord) and e.pair is not None]
     if not records:
         return
+    from pair.paths import state_dir_for  # here: an empty registry's reads stay light
+
     admins = admin_dirs(common_git_dir)
     for record in records:
         assert record.pair is not None

@@ -37,18 +37,20 @@ from unitmgr.workspace import Workspace
 TAIL_CHARACTERS = 4000
 
 
-def _preconditions(workspace: Workspace, record: UnitRecord) -> str:
+def _preconditions(workspace: Workspace, record: UnitRecord, *, supplied: bool = False) -> str:
+    """HEAD, once verify may run; `supplied`: the lead passed `--validation` just now."""
     worktree = Path(record.worktree)
     if not worktree.is_dir():
         raise StateError("worktree-missing", f"unit {record.unit_id} worktree is missing")
     if not record.validation.strip():
         raise StateError("no-validation", f"unit {record.unit_id} has no recorded --validation")
-    require_signed(
-        workspace,
-        record,
-        "validation",
-        next_step=f"unit verify --unit {record.unit_id} --validation 'COMMAND'",
-    )
+    if not supplied:
+        require_signed(
+            workspace,
+            record,
+            "validation",
+            next_step=f"unit verify --unit {record.unit_id} --validation 'COMMAND'",
+        )
     refuse_in_flight(record, what="verifying")
     dirty = baseline.dirty_entries(record, worktree)  # setup's leftovers do not count
     if dirty:
@@ -74,7 +76,7 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
         validation.required(options.validation, "--validation", "verify")
         record.validation = options.validation  # the lead's own word (signed when written)
     if options.dry_run:
-        head = _preconditions(workspace, record)
+        head = _preconditions(workspace, record, supplied=options.validation is not None)
         return {"ok": True, "dry_run": True, "command": record.validation, "head": head}
     with locked(workspace, unit_id, command=f"unit verify --unit {unit_id}", seconds=seconds):
         record = load(workspace, unit_id)
