@@ -189,6 +189,9 @@ def test_a_configured_notify_command_still_runs(sandbox: Sandbox) -> None:
     (sandbox.repo / ".unitmgr.toml").write_text(
         f'[notify]\ncommand = "cat >> {marker}"\nevents = ["turn-ended"]\n'
     )
+    git(sandbox.repo, "add", ".unitmgr.toml")
+    git(sandbox.repo, "commit", "-qm", "notify")
+    assert sandbox.unit("config", "--approve").code == 0  # a configured command runs once approved
     created(sandbox)
     wait_until(lambda: marker.exists() and "turn-ended" in marker.read_text(), timeout=15)
 
