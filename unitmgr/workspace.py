@@ -62,6 +62,25 @@ class Workspace:
         derive_pair_state_dirs(self.common_git_dir, entries)
         return entries
 
+    def settled_worktrees(
+        self, *, command: str, deadline: Deadline | None = None, write_nothing: bool = False
+    ) -> list[git.WorktreeRow]:
+        """`git worktree list` for a command that acts on what it reads (create's checks, the
+        ownership proofs): under `locks/fetch.lock`, the lock `git worktree add` holds, so it
+        never reads another create's half-written worktree (SPEC 3.3). The fetch lock is a leaf:
+        nothing is acquired while holding it, so it adds no lock-order edge (SPEC 2.4); callers
+        never hold the registry lock here. Lock-free readers use `git.list_worktrees`, which
+        retries once instead.
+
+        `write_nothing` (create's Phase A, which writes nothing, SPEC 3.3): while the lock file
+        does not exist no `worktree add` of unitmgr's can be running (it would have made it), so
+        the retrying lock-free listing is used instead of creating the file."""
+        if write_nothing and not self.registry.fetch_lock_file.exists():
+            return git.list_worktrees(cwd=self.toplevel)
+        lock = self.registry.fetch_lock(command=command)
+        with lock.hold(deadline or Deadline(LISTING_LOCK_SECONDS)):
+            return git.list_worktrees(cwd=self.toplevel)
+
 
 def admin_dirs(common_git_dir: Path) -> dict[str, Path]:
     """`worktrees/<name>/` of this common dir, keyed by the worktree path its `gitdir` names."""
@@ -99,25 +118,6 @@ def derive_pair_state_dirs(
         assert record.pair is not None
         admin = admins.get(os.path.normpath(record.worktree))
         record.pair.state_dir = str(state_dir_for(admin)) if admin is not None else None
-
-    def settled_worktrees(
-        self, *, command: str, deadline: Deadline | None = None, write_nothing: bool = False
-    ) -> list[git.WorktreeRow]:
-        """`git worktree list` for a command that acts on what it reads (create's checks, the
-        ownership proofs): under `locks/fetch.lock`, the lock `git worktree add` holds, so it
-        never reads another create's half-written worktree (SPEC 3.3). The fetch lock is a leaf:
-        nothing is acquired while holding it, so it adds no lock-order edge (SPEC 2.4); callers
-        never hold the registry lock here. Lock-free readers use `git.list_worktrees`, which
-        retries once instead.
-
-        `write_nothing` (create's Phase A, which writes nothing, SPEC 3.3): while the lock file
-        does not exist no `worktree add` of unitmgr's can be running (it would have made it), so
-        the retrying lock-free listing is used instead of creating the file."""
-        if write_nothing and not self.registry.fetch_lock_file.exists():
-            return git.list_worktrees(cwd=self.toplevel)
-        lock = self.registry.fetch_lock(command=command)
-        with lock.hold(deadline or Deadline(LISTING_LOCK_SECONDS)):
-            return git.list_worktrees(cwd=self.toplevel)
 
 
 def dismantle_label(unit_id: str, *, forced: bool = True) -> str:
