@@ -9,13 +9,16 @@ detached, so it delivers here in-process, after the receipt is written and the m
 no caller waits for it, and the next turn may start meanwhile.
 
 It imports `registry.notify` only for a session that has a target, reads nothing but what it is
-handed, and never raises into the supervisor.
+handed (and the lead's key, to check the target's MAC), and never raises into the supervisor.
+The session is the executor's to write, so a target runs only when the lead's MAC for this state
+dir covers it (`registry.signing.verified_target`, SPEC 8); a planted one is ignored.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pair.attention import of_receipt
@@ -33,13 +36,32 @@ def attention_for(receipt: dict[str, Any]) -> dict[str, Any] | None:
     return None if found["state"] == "idle" else found
 
 
-def announce_turn_end(notify: dict[str, Any] | None, receipt: dict[str, Any]) -> None:
+def _lead_target(notify: dict[str, Any] | None, state_dir: Path) -> dict[str, Any] | None:
+    """The session's target when the lead's MAC covers it at `state_dir`, else None."""
+    if not notify:
+        return None
+    from registry.signing import verified_target
+
+    found = verified_target(state_dir, notify)
+    if found is None:
+        print(
+            "notification not sent: the session's target is not signed by the lead", file=sys.stderr
+        )
+    return found
+
+
+def announce_turn_end(
+    notify: dict[str, Any] | None, receipt: dict[str, Any], state_dir: Path
+) -> None:
     """Deliver `turn-ended` and `attention` for `receipt` to the session's target, if any."""
     if not notify:
         return
     from registry import notify as delivery
 
     try:
+        notify = _lead_target(notify, state_dir)
+        if notify is None:
+            return
         target = delivery.Target.from_json(notify)
         if target is None:
             return
@@ -91,12 +113,18 @@ class StuckAlarm:
             thread.join()
 
 
-def stuck_alarm(notify: dict[str, Any] | None, seq: int, kind: str) -> StuckAlarm | None:
+def stuck_alarm(
+    notify: dict[str, Any] | None, seq: int, kind: str, state_dir: Path
+) -> StuckAlarm | None:
     """The alarm for turn `seq`, when the session's target wants `attention` and names a
     threshold; None otherwise (nothing imported)."""
     if not notify or not notify.get("stuck_seconds"):
         return None
     from registry import notify as delivery
+
+    notify = _lead_target(notify, state_dir)
+    if notify is None:
+        return None
 
     target = delivery.Target.from_json(notify)
     if target is None or target.stuck_seconds is None or not target.settings.wants("attention"):

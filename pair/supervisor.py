@@ -251,7 +251,7 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
         receipt["in_flight_note"] = note
         write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")
     # Last: the turn is over for everyone else, so a slow sink delays nobody (SPEC 3.15).
-    announce_turn_end(session.notify, receipt)
+    announce_turn_end(session.notify, receipt, paths.state_dir)
     return 0 if receipt["ok"] else 1
 
 
@@ -305,7 +305,7 @@ def run_and_account(
                 return str(current.cancel.get("reason") or SIGTERM_REASON)
         return SIGTERM_REASON
 
-    alarm = stuck_alarm(session.notify, seq, kind)
+    alarm = stuck_alarm(session.notify, seq, kind, paths.state_dir)
     try:
         adapter = adapter_for(session.partner)
         result = run_turn(

@@ -108,17 +108,19 @@ class Record:
     """Base of every persisted dataclass: typed known keys plus `extra` for the rest."""
 
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, kw_only=True)
+    # In-memory only, never a key of the JSON (e.g. what a record looked like when read).
+    TRANSIENT: ClassVar[tuple[str, ...]] = ("extra",)
 
     @classmethod
     def known_keys(cls) -> list[str]:
-        return [f.name for f in dataclasses.fields(cls) if f.name != "extra"]
+        return [f.name for f in dataclasses.fields(cls) if f.name not in cls.TRANSIENT]
 
     @classmethod
     def decode(cls, data: dict[str, Any], where: str = "record") -> Self:
         hints = _hints(cls)
         values: dict[str, Any] = {}
         for field in dataclasses.fields(cls):
-            if field.name == "extra":
+            if field.name in cls.TRANSIENT:
                 continue
             raw = data.get(field.name, _MISSING)
             if raw is _MISSING:
@@ -242,6 +244,11 @@ class UnitRecord(Record):
     error: str | None = None
     created_at: str = ""
     updated_at: str = ""
+    # The lead's MAC of each signed field, `{field: "hmac-sha256:..."}` (registry/signing.py).
+    signatures: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # Each signed field's canonical value when read (None: made in this process). Not stored.
+    as_read: dict[str, str] | None = dataclasses.field(default=None, repr=False, compare=False)
+    TRANSIENT: ClassVar[tuple[str, ...]] = ("extra", "as_read")
 
     @property
     def partner(self) -> str | None:

@@ -34,6 +34,10 @@ from registry.records import (
 )
 from registry.timeutil import iso_z
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from registry.signing import Signer
+
 
 @dataclass(frozen=True)
 class UnreadableRecord:
@@ -90,7 +94,14 @@ class Registry:
             return None
         except bounded.Unreadable as error:  # a symlink, a FIFO, over the bound
             raise RecordUnreadable(f"the record {error.reason}") from None
-        return decode_record(text, expected_id=unit_id)
+        record = decode_record(text, expected_id=unit_id)
+        from registry import signing
+
+        record.as_read = signing.snapshot(record)  # a write re-signs only what changes after
+        # Derived, never read (SPEC 8): an executor could point `task_file` at any file, and
+        # every reader of the manifest (addendum, restaff, create) uses this field.
+        record.task_file = str(self.manifest_path(unit_id))
+        return record
 
     def read_any(self, unit_id: str) -> UnitRecord | UnreadableRecord | None:
         try:
@@ -116,7 +127,18 @@ class Registry:
                 entries.append(entry)
         return entries
 
+    @property
+    def signer(self) -> Signer:
+        """The lead's MACs for this repository (registry/signing.py; the key is outside)."""
+        from registry.signing import Signer
+
+        return Signer.for_common_dir(self.common_git_dir)
+
     def write(self, record: UnitRecord) -> None:
+        """The one write path of a record: what the lead set since reading it is signed here."""
+        from registry import signing
+
+        signing.sign_changed(self.signer, record)
         record.updated_at = iso_z()
         if not record.created_at:
             record.created_at = record.updated_at

@@ -443,8 +443,11 @@ def git_waiting_for_the_first_receipt(sandbox: Sandbox, unit_id: str) -> dict[st
     return {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
 
 
-def write_record(sandbox: Sandbox, unit_id: str, **fields: Any) -> None:
-    """A minimal valid unit record, for tests about the registry rather than worktrees."""
+def write_record(sandbox: Sandbox, unit_id: str, *, signed: bool = True, **fields: Any) -> None:
+    """A minimal valid unit record, for tests about the registry rather than worktrees.
+
+    `signed`: its signed fields carry the lead's MACs, as if `unit` had written them (SPEC 8);
+    `signed=False` writes what an executor could plant."""
     record = {
         "schema_version": 1,
         "unit_id": unit_id,
@@ -457,4 +460,22 @@ def write_record(sandbox: Sandbox, unit_id: str, **fields: Any) -> None:
     }
     units = sandbox.registry / "units"
     units.mkdir(parents=True, exist_ok=True)
+    if signed:
+        record["signatures"] = lead_signatures(sandbox, record)
     (units / f"{unit_id}.json").write_text(json.dumps(record))
+
+
+def lead_signatures(sandbox: Sandbox, document: dict[str, Any]) -> dict[str, str]:
+    """The MACs the lead's `unit` would store for `document`'s signed fields (its key is this
+    test's, under the temp HOME); {} for a document that is no readable record."""
+    try:
+        from registry import signing
+        from registry.records import RecordUnreadable, decode_record
+    except ImportError:  # a unitmgr from before signed fields (the attack tests run on it too)
+        return {}
+    try:
+        record = decode_record(json.dumps(document))
+    except (RecordUnreadable, ValueError):
+        return {}
+    signing.sign_changed(signing.Signer.for_common_dir(sandbox.common_dir), record)
+    return dict(record.signatures)

@@ -246,7 +246,8 @@ def test_without_a_config_nothing_is_imported_or_started(tmp_path: Path) -> None
         "import sys; from unitmgr import notify; from unitmgr.workspace import Workspace; "
         f"w = Workspace.open({str(tmp_path / 'repo')!r}); "
         "notify.announce(w, 'created', 'u1'); "
-        "print(notify.session_target(w, 'u1'), 'registry.notify' in sys.modules)"
+        f"print(notify.session_target(w, 'u1', {str(tmp_path / 'repo')!r}), "
+        "'registry.notify' in sys.modules)"
     )
     subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
     completed = subprocess.run(

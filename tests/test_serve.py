@@ -223,8 +223,9 @@ def test_serve_contract_token_locks_and_bind_errors(sandbox: Sandbox, github: An
         assert tail["text"].startswith("filler line\n")
         assert tail["text"].endswith("leaked *** here\n") and SECRET not in json.dumps(tail)
 
-        # A record naming another directory as its pair state: git does not prove it, so
-        # nothing there is read (the unit's events still show).
+        # A record naming another directory as its pair state: the path is derived from the
+        # worktree's git dir on every read (SPEC 8), so nothing there is read — the unit's
+        # own pair state is shown, and its events.
         outside = sandbox.root / "outside"
         (outside / "transcripts").mkdir(parents=True)
         (outside / "transcripts" / "0001-task.log").write_text("not the unit's\n")
@@ -232,8 +233,9 @@ def test_serve_contract_token_locks_and_bind_errors(sandbox: Sandbox, github: An
         record["pair"]["state_dir"] = str(outside)
         (sandbox.registry / "units" / "u1.json").write_text(json.dumps(record))
         hostile = served.get("/api/units/u1", bearer)[1]
-        assert hostile["transcript"] is None and hostile["turns"] == []
-        assert "pair.state_dir" in hostile["untrusted"] and hostile["events"]
+        assert "not the unit's" not in json.dumps(hostile)
+        assert hostile["transcript"]["file"].startswith(str(sandbox.common_dir / "worktrees"))
+        assert hostile["events"]
 
 
 def test_a_loopback_server_refuses_a_foreign_host_header(sandbox: Sandbox) -> None:

@@ -106,10 +106,18 @@ def target(workspace: Workspace, unit_id: str) -> Target | None:
     )
 
 
-def session_target(workspace: Workspace, unit_id: str) -> dict[str, Any] | None:
-    """What `pair init` stores in the unit's session (None: its supervisors send nothing)."""
+def session_target(workspace: Workspace, unit_id: str, worktree: str) -> dict[str, Any] | None:
+    """What `pair init` stores in the unit's session (None: its supervisors send nothing),
+    signed for that session's state dir: the supervisor runs only a target the lead stored
+    (SPEC 8; an executor can write its own session)."""
     found = target(workspace, unit_id)
-    return found.to_json() if found is not None else None
+    if found is None:
+        return None
+    from pair import api as pair_api
+    from registry import signing
+
+    state_dir = pair_api.paths_for(worktree).state_dir
+    return signing.sign_target(workspace.registry.signer, state_dir, found.to_json())
 
 
 def announce(workspace: Workspace, event: str, unit_id: str, **fields: Any) -> None:

@@ -172,6 +172,12 @@ class ScopeOptions:
 @dataclass(frozen=True)
 class VerifyOptions:
     unit: str = required("--unit", UNIT_HELP, "ID")
+    validation: str | None = option(
+        "--validation",
+        "Supply the validation command again: it replaces the recorded one, signed by you (for "
+        "a record whose command is not signed).",
+        metavar="COMMAND",
+    )
     lock_timeout: str = _lock_timeout()
     dry_run: bool = _dry_run()
 

@@ -39,7 +39,7 @@ from registry.proof import Proof, unproven
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from unitmgr import git
-from unitmgr.workspace import Workspace, is_inside, realpath
+from unitmgr.workspace import Workspace, admin_dirs, is_inside, realpath
 
 PROTECTED_NAMES = ("main", "master")
 
@@ -104,25 +104,6 @@ class ProvenWorktree:
     @property
     def pair_state_dir(self) -> Path:
         return state_dir_for(self.admin_dir)  # admin_dir is the linked worktree's git dir
-
-
-def _admin_dirs(common_git_dir: Path) -> dict[str, Path]:
-    """`worktrees/<name>/` of this common dir, keyed by the worktree path its `gitdir` names."""
-    found: dict[str, Path] = {}
-    root = common_git_dir / "worktrees"
-    try:
-        names = sorted(os.listdir(root))
-    except OSError:
-        return found
-    for name in names:
-        admin = root / name
-        try:
-            gitdir = (admin / "gitdir").read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
-            continue
-        if gitdir:
-            found[os.path.normpath(os.path.dirname(gitdir))] = admin
-    return found
 
 
 class Ownership:
@@ -195,7 +176,7 @@ class Ownership:
                     "worktree", path, "no worktree of this repository at that path"
                 )
             return None
-        admin = _admin_dirs(self.workspace.common_git_dir).get(os.path.normpath(row.path))
+        admin = admin_dirs(self.workspace.common_git_dir).get(os.path.normpath(row.path))
         if admin is None or row is self.rows[0] or row.bare:
             raise self._untrusted(
                 "worktree",

@@ -3,7 +3,11 @@
 - `load`: the record, exit 2 when it is unreadable or too new, exit 1 when there is none;
 - `locked`: the unit lock for the whole command, bounded by `--lock-timeout`;
 - `turn_in_flight` / `refuse_in_flight`: whether the unit's pair is running a live turn;
-- `first_turn_resend`: the exact command that sends a failed first turn again.
+- `first_turn_resend`: the exact command that sends a failed first turn again;
+- `require_signed` / `unsigned_fields`: whether a field that drives execution or opens a gate
+  carries the lead's MAC (SPEC 8, registry/signing.py), before it is used;
+- `manifest_path`: the manifest, always derived from the unit id (`Registry.read` also sets
+  `task_file` to it: an executor can point the stored one anywhere).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from registry.errors import StateError
@@ -30,6 +35,35 @@ def load(workspace: Workspace, unit_id: str) -> UnitRecord:
 def locked(workspace: Workspace, unit_id: str, *, command: str, seconds: float) -> Iterator[None]:
     with workspace.registry.unit_lock(unit_id, command=command).hold(Deadline(seconds)):
         yield
+
+
+def manifest_path(workspace: Workspace, record: UnitRecord) -> Path:
+    """`<registry>/tasks/<unit-id>.md`: derived, never read from the record (SPEC 8)."""
+    return workspace.registry.manifest_path(record.unit_id)
+
+
+def unsigned_fields(workspace: Workspace, record: UnitRecord, *fields: str) -> list[str]:
+    """The signed fields among `fields` (default: all) whose value lacks the lead's MAC."""
+    from registry import signing
+
+    return signing.unverified(workspace.registry.signer, record, *fields)
+
+
+def untrusted_field(record: UnitRecord, field: str, *, next_step: str) -> StateError:
+    """`record-untrusted` for a field whose MAC is missing or wrong: it was not used."""
+    return StateError(
+        "record-untrusted",
+        f"unit {record.unit_id}'s record field {field} is not signed by this lead (an executor "
+        "can write the registry) — it was not used",
+        detail={"field": field, "signed": False},
+        next_step=next_step,
+    )
+
+
+def require_signed(workspace: Workspace, record: UnitRecord, field: str, *, next_step: str) -> None:
+    """Refuse `record-untrusted` unless `field` is unset or carries the lead's MAC."""
+    if unsigned_fields(workspace, record, field):
+        raise untrusted_field(record, field, next_step=next_step)
 
 
 def base_ref_of(record: UnitRecord) -> str:

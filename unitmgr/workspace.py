@@ -9,7 +9,7 @@ from pathlib import Path
 from registry.errors import UsageError
 from registry.locks import Deadline
 from registry.records import RecordTooNew, RecordUnreadable, UnitRecord
-from registry.store import Registry
+from registry.store import Registry, UnreadableRecord
 from unitmgr import git
 
 # A mutating command's worktree listing waits this long for `locks/fetch.lock` when its caller
@@ -35,9 +35,9 @@ class Workspace:
         return cls(paths.toplevel, paths.common_git_dir, Registry(paths.common_git_dir))
 
     def read_record(self, unit_id: str) -> UnitRecord | None:
-        """The record; exit 2 when it is unreadable or too new (SPEC 3.0)."""
+        """The record (`pair.state_dir` derived); exit 2 when it is unreadable or too new."""
         try:
-            return self.registry.read(unit_id)
+            record = self.registry.read(unit_id)
         except RecordTooNew as error:
             raise UsageError(
                 "record-too-new",
@@ -52,6 +52,15 @@ class Workspace:
                 detail={"record_file": str(self.registry.record_path(unit_id))},
                 next_step=f"inspect it, or remove the unit with: {dismantle_label(unit_id)}",
             ) from None
+        if record is not None:
+            derive_pair_state_dirs(self.common_git_dir, [record])
+        return record
+
+    def scan(self) -> list[UnitRecord | UnreadableRecord]:
+        """Every record, sorted by id, each `pair.state_dir` derived (`derive_pair_state_dirs`)."""
+        entries = self.registry.scan()
+        derive_pair_state_dirs(self.common_git_dir, entries)
+        return entries
 
     def settled_worktrees(
         self, *, command: str, deadline: Deadline | None = None, write_nothing: bool = False
@@ -71,6 +80,44 @@ class Workspace:
         lock = self.registry.fetch_lock(command=command)
         with lock.hold(deadline or Deadline(LISTING_LOCK_SECONDS)):
             return git.list_worktrees(cwd=self.toplevel)
+
+
+def admin_dirs(common_git_dir: Path) -> dict[str, Path]:
+    """`worktrees/<name>/` of this common dir, keyed by the worktree path its `gitdir` names."""
+    found: dict[str, Path] = {}
+    root = common_git_dir / "worktrees"
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return found
+    for name in names:
+        admin = root / name
+        try:
+            gitdir = (admin / "gitdir").read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        if gitdir:
+            found[os.path.normpath(os.path.dirname(gitdir))] = admin
+    return found
+
+
+def derive_pair_state_dirs(
+    common_git_dir: Path, entries: list[UnitRecord | UnreadableRecord] | list[UnitRecord]
+) -> None:
+    """Set each record's `pair.state_dir` to the one its worktree's git dir implies (the admin
+    dir git keeps under this common dir's `worktrees/`, plus pair's `state_dir_for`), or None
+    when git keeps none: never the recorded path, which an executor can point anywhere
+    (SPEC 8). Reads a few small files under the common dir; runs no git."""
+    records = [e for e in entries if isinstance(e, UnitRecord) and e.pair is not None]
+    if not records:
+        return
+    from pair.paths import state_dir_for  # here: an empty registry's reads stay light
+
+    admins = admin_dirs(common_git_dir)
+    for record in records:
+        assert record.pair is not None
+        admin = admins.get(os.path.normpath(record.worktree))
+        record.pair.state_dir = str(state_dir_for(admin)) if admin is not None else None
 
 
 def dismantle_label(unit_id: str, *, forced: bool = True) -> str:

@@ -126,7 +126,7 @@ def dry_run(
                 f"unit {existing.unit_id} already exists in phase {existing.lifecycle}",
                 detail={"lifecycle": existing.lifecycle},
             )
-        compare_for_resume(existing, request)
+        compare_for_resume(workspace, existing, request)
         plan = Journal(workspace.registry, existing, "create").plan()
         return {"ok": True, "dry_run": True, "status": "resume", "plan": plan}
     # Never waits for the fetch lock: a dry run that would wait says so at once.
@@ -245,7 +245,7 @@ class Builder(CreateRollback):
                 f"unit {record.unit_id} already exists in phase {record.lifecycle}",
                 detail={"lifecycle": record.lifecycle},
             )
-        compare_for_resume(record, request)
+        compare_for_resume(workspace, record, request)
         builder = cls(workspace, record, deadline)
         return builder.build(new=False, resumed_from=record.lifecycle)
 

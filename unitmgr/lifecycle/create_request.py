@@ -27,6 +27,7 @@ from unitmgr import git, port_leases, validation
 from unitmgr.admission import Base
 from unitmgr.config import ProjectConfig, flag_or_config, port_range
 from unitmgr.options import CreateOptions
+from unitmgr.units import unsigned_fields, untrusted_field
 from unitmgr.workspace import Workspace, is_inside, real_target, realpath
 
 
@@ -270,8 +271,46 @@ def new_record(
 # -- resume checks ------------------------------------------------------------------------------
 
 
-def compare_for_resume(record: UnitRecord, request: Request) -> None:
-    """Refuse at the first immutable field that differs (SPEC 3.3 "Resume")."""
+def adopt_unsigned(workspace: Workspace, record: UnitRecord, request: Request) -> list[str]:
+    """The signed fields of `record` without the lead's MAC (SPEC 8), replaced by what the lead
+    supplies now and vouched for (the next write signs them); the names replaced.
+
+    An executor can rewrite the record, so a recorded `setup`, `validation`, staffing (a script
+    partner's model is its command) or `task` counts only with the lead's MAC; without one the
+    resume compares nothing against it and uses the request's value. A `task` must then be given
+    again (`--task-file`), else `record-untrusted`."""
+    from registry import signing
+    from unitmgr.views.observe import RESUME_SIGNED, create_command
+
+    unsigned = unsigned_fields(workspace, record, *RESUME_SIGNED)
+    if "task" in unsigned and request.task is None:
+        raise untrusted_field(record, "task", next_step=create_command(workspace, record))
+    assert record.staffing is not None
+    for field in unsigned:
+        if field == "validation":
+            record.validation = request.validation
+        elif field == "setup":
+            record.setup = request.setup
+        elif field == "task":
+            assert request.task is not None
+            record.task = request.task
+        elif field == "staffing.current":
+            record.staffing.current = Staffing(
+                partner=request.partner,
+                identity=request.identity,
+                model=request.model,
+                effort=request.effort,
+                reason=request.reason,
+                selected_at=iso_z(),
+            )
+    signing.vouch(record, *unsigned)
+    return unsigned
+
+
+def compare_for_resume(workspace: Workspace, record: UnitRecord, request: Request) -> None:
+    """Refuse at the first immutable field that differs (SPEC 3.3 "Resume"); a signed field
+    without the lead's MAC is first replaced by the request's (`adopt_unsigned`)."""
+    adopt_unsigned(workspace, record, request)
     assert record.staffing is not None
     current = record.staffing.current
     comparisons: list[tuple[str, Any, Any]] = [

@@ -17,7 +17,7 @@ from registry.errors import (
 )
 from registry.locks import Deadline
 from registry.output import progress
-from registry.processes import ChildTimeout, ProcessIdentity, is_alive, run_streamed
+from registry.processes import ChildTimeout, is_alive, run_streamed
 from registry.proof import Proof, child_proof, new_child_token
 from registry.records import UnitRecord
 from registry.ref_ledger import record_lead_moves
@@ -200,7 +200,9 @@ class CreateSteps:
                 self.journal,
                 "pair-init",
                 self.record.staffing.current,
-                notify=notify.session_target(self.workspace, self.record.unit_id),
+                notify=notify.session_target(
+                    self.workspace, self.record.unit_id, self.record.worktree
+                ),
             )
         )
 
@@ -218,8 +220,7 @@ class CreateSteps:
         """Stop the child an earlier attempt journaled in `step`, once it is proven (SPEC 8):
         setup's carries the token unitmgr gave it; a bootstrap partner carries its turn's token
         and the state dir of the worktree git proves is the unit's."""
-        entry = self.journal.last_started(step)
-        child = ProcessIdentity.from_json(((entry or {}).get("detail") or {}).get("child"))
+        child = self.journal.journaled_child(step)  # None unless the lead's MAC covers it
         if child is None or not is_alive(child):
             return
         token = child.token

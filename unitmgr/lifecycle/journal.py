@@ -123,10 +123,18 @@ class Journal:
         _crash_hook(self.command, step, status)
 
     def note_child(self, step: str, child: ProcessIdentity) -> None:
-        """Journal a child's identity in the running step before anyone waits on it (SPEC 8)."""
+        """Journal a child's identity in the running step before anyone waits on it (SPEC 8),
+        with the lead's MAC beside it: a resume kills only an identity the lead journaled."""
+        from registry import signing
+
+        identity = child.to_json()
+        mac = self.registry.signer.mac(
+            self.record.unit_id, signing.child_field(self.command, step), identity
+        )
         for entry in reversed(self.entries):
             if entry.get("step") == step and entry.get("status") == "started":
-                entry.setdefault("detail", {})["child"] = child.to_json()
+                detail = entry.setdefault("detail", {})
+                detail["child"], detail[signing.CHILD_MAC_KEY] = identity, mac
                 break
         if self.persist:
             self.registry.write(self.record)
@@ -150,6 +158,22 @@ class Journal:
             raise
         skipped = outcome.skipped_reason is not None
         self.write(step, "skipped" if skipped else "done", dict(outcome) or None)
+
+    def journaled_child(self, step: str) -> ProcessIdentity | None:
+        """The child journaled in `step`'s last `started` entry, only when the lead's MAC covers
+        it (a forged identity names a process the lead never started: never signalled)."""
+        from registry import signing
+
+        detail = (self.last_started(step) or {}).get("detail") or {}
+        identity = detail.get("child")
+        if identity is None or not self.registry.signer.verify(
+            self.record.unit_id,
+            signing.child_field(self.command, step),
+            identity,
+            detail.get(signing.CHILD_MAC_KEY),
+        ):
+            return None
+        return ProcessIdentity.from_json(identity)
 
     def skip(self, step: str, reason: str) -> None:
         self.write(step, "skipped", {"skipped": reason})

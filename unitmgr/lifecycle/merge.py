@@ -41,7 +41,7 @@ from unitmgr.forge import (
 from unitmgr.forge_github import GitHubRefused, open_forge
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import MergeOptions
-from unitmgr.units import load, locked
+from unitmgr.units import load, locked, unsigned_fields
 from unitmgr.workspace import Workspace
 
 METHODS = ("merge", "squash", "rebase")
@@ -82,7 +82,7 @@ def run(repo: str, options: MergeOptions) -> dict[str, Any]:
                 "gates": [],
                 "plan": plan,
             }
-        gates, pull = evaluate(forge, record, head, pulls)
+        gates, pull = evaluate(forge, record, head, pulls, unsigned_fields(workspace, record))
         _refuse_held(gates)
         plan = [
             {
@@ -108,7 +108,7 @@ def run(repo: str, options: MergeOptions) -> dict[str, Any]:
         merged = _already_merged(pulls, head)
         if merged is not None:
             return _done(workspace, record, merged, options.method, "already-merged")
-        gates, pull = evaluate(forge, record, head, pulls)
+        gates, pull = evaluate(forge, record, head, pulls, unsigned_fields(workspace, record))
         try:
             _refuse_held(gates)
         except StateError as held:
@@ -207,10 +207,16 @@ def _gate(name: str, ok: bool, why: str) -> dict[str, Any]:
 
 
 def evaluate(
-    forge: Forge, record: UnitRecord, head: str, pulls: list[PullRequest]
+    forge: Forge,
+    record: UnitRecord,
+    head: str,
+    pulls: list[PullRequest],
+    unsigned: list[str] | None = None,
 ) -> tuple[list[dict[str, Any]], PullRequest | None]:
     """Every gate, in order, each `{gate, ok, why}`; and the one open PR of the branch's `pulls`
-    if there is exactly one."""
+    if there is exactly one. A gate whose record field is in `unsigned` (no MAC of the lead's:
+    an executor may have written it, SPEC 8) is not passed, whatever it says."""
+    unsigned = unsigned or []
     open_pulls = [pull for pull in pulls if pull.state == "open"]
     gates = []
     pull = open_pulls[0] if len(open_pulls) == 1 else None
@@ -246,11 +252,15 @@ def evaluate(
         )
     )
     approval = (record.scope_approval or {}).get("sha")
+    forged_approval = "scope_approval" in unsigned
     gates.append(
         _gate(
             "scope_approval",
-            approval == head,
-            "scope approved on the head"
+            approval == head and not forged_approval,
+            "the recorded scope approval is not signed by this lead — approve it again: unit "
+            f"scope --unit {record.unit_id} --approve"
+            if forged_approval
+            else "scope approved on the head"
             if approval == head
             else "no scope approval recorded (unit scope --unit ID --approve)"
             if approval is None
@@ -260,12 +270,20 @@ def evaluate(
     gates.append(review_gate(forge.reviews(pull.number), pull, head))
     gates.append(checks_gate(forge.checks(head), forge.required_checks(record.base)))
     verification = record.verification or {}
-    verified = verification.get("sha") == head and verification.get("exit_code") == 0
+    forged_verification = "verification" in unsigned
+    verified = (
+        verification.get("sha") == head
+        and verification.get("exit_code") == 0
+        and not forged_verification
+    )
     gates.append(
         _gate(
             "verification",
             verified,
-            "a passing unit verify is recorded on the head"
+            "the recorded verification is not signed by this lead — verify again: unit verify "
+            f"--unit {record.unit_id}"
+            if forged_verification
+            else "a passing unit verify is recorded on the head"
             if verified
             else "no verification recorded (unit verify --unit ID)"
             if not verification

@@ -28,7 +28,14 @@ from unitmgr.lifecycle.pairing import end_proven_pair, init_pair, send_or_adopt,
 from unitmgr.lifecycle.runner import StepRunner, dry_run_aware
 from unitmgr.options import RestaffOptions
 from unitmgr.ownership import Ownership, others_of
-from unitmgr.units import base_ref_of, load, locked, pair_state, refuse_in_flight
+from unitmgr.units import (
+    base_ref_of,
+    load,
+    locked,
+    pair_state,
+    refuse_in_flight,
+    unsigned_fields,
+)
 from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label
 
@@ -78,7 +85,7 @@ def run(repo: str, options: RestaffOptions) -> dict[str, Any]:
     if options.dry_run:
         # As create's: a dry run starts no process but read-only git, so it skips the live model
         # catalog below (a model the catalog cannot resolve is refused by the real restaff).
-        resumed_from = _admit(record, target)
+        resumed_from = _admit(workspace, record, target)
         plan = Journal(workspace.registry, record, "restaff").plan(resuming=bool(resumed_from))
         for entry in plan:
             if entry["step"] == "init-target":
@@ -93,12 +100,15 @@ def run(repo: str, options: RestaffOptions) -> dict[str, Any]:
         )
     with locked(workspace, unit_id, command=f"unit restaff --unit {unit_id}", seconds=seconds):
         record = load(workspace, unit_id)
-        resumed_from = _admit(record, target)
+        resumed_from = _admit(workspace, record, target)
         return Restaffer(workspace, record, target).run(resumed_from)
 
 
-def _admit(record: UnitRecord, target: dict[str, Any]) -> str | None:
-    """None for a fresh restaff, else the lifecycle it resumes from; refuses everything else."""
+def _admit(workspace: Workspace, record: UnitRecord, target: dict[str, Any]) -> str | None:
+    """None for a fresh restaff, else the lifecycle it resumes from; refuses everything else.
+
+    A recorded target without the lead's MAC (SPEC 8) is not compared: the lead's options now
+    replace it, and the next write signs them."""
     finalized = record.lifecycle == "working" and any(
         entry.get("command") == "restaff" for entry in record.journal
     )
@@ -108,6 +118,10 @@ def _admit(record: UnitRecord, target: dict[str, Any]) -> str | None:
         pending = record.pending_staffing or {}
         if finalized and record.staffing is not None:
             pending = {**record.staffing.current.to_json(), "lead": record.lead}
+        source = "staffing.current" if finalized else "pending_staffing"
+        if unsigned_fields(workspace, record, source):
+            _adopt_target(record, target, source)
+            pending = {**target, "lead": record.lead}
         for field in TARGET_FIELDS:
             if pending.get(field) != target[field]:
                 raise StateError(
@@ -144,6 +158,19 @@ def _admit(record: UnitRecord, target: dict[str, Any]) -> str | None:
     return None
 
 
+def _adopt_target(record: UnitRecord, target: dict[str, Any], source: str) -> None:
+    """Replace an unsigned recorded target with the lead's (`source`: the field it was in)."""
+    from registry import signing
+
+    if source == "pending_staffing":
+        requested_at = (record.pending_staffing or {}).get("requested_at") or iso_z()
+        record.pending_staffing = {**target, "requested_at": requested_at}
+    elif record.staffing is not None:
+        fields = {key: target[key] for key in TARGET_FIELDS if key != "lead"}
+        record.staffing.current = Staffing(**fields, selected_at=iso_z())
+    signing.vouch(record, source)
+
+
 class Restaffer:
     def __init__(self, workspace: Workspace, record: UnitRecord, target: dict[str, Any]) -> None:
         self.workspace = workspace
@@ -154,13 +181,16 @@ class Restaffer:
 
     @property
     def staffing(self) -> Staffing:
+        """The target, from the lead's options (equal to `pending_staffing`, which `_admit`
+        proved; never the record's alone: a script partner's model is a command, SPEC 8)."""
         pending = self.record.pending_staffing or {}
+        target = self.target
         return Staffing(
-            partner=pending["partner"],
-            identity=pending.get("identity") or "default",
-            model=pending.get("model"),
-            effort=pending.get("effort"),
-            reason=pending.get("reason") or "",
+            partner=target["partner"],
+            identity=target.get("identity") or "default",
+            model=target.get("model"),
+            effort=target.get("effort"),
+            reason=target.get("reason") or "",
             selected_at=pending.get("requested_at"),
         )
 
@@ -278,7 +308,7 @@ class Restaffer:
         end_proven_pair(ownership, outcome, skipped="no old pair session")
 
     def _init_target(self, outcome: dict[str, Any]) -> None:
-        target = notify.session_target(self.workspace, self.record.unit_id)
+        target = notify.session_target(self.workspace, self.record.unit_id, self.record.worktree)
         outcome.update(
             init_pair(self.record, self.journal, "init-target", self.staffing, notify=target)
         )

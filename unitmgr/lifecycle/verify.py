@@ -9,6 +9,10 @@ exit_code, seconds, output_tail, at}` whatever the exit code.
 The running validation's identity is recorded in `verification_child` before anyone waits on it,
 with the token its environment carries, so a verify killed with the lead is stopped by the next
 one (SPEC 8) — and a planted identity, which carries no such token, is `record-untrusted`.
+
+The command runs only when it carries the lead's MAC (SPEC 8: an executor can rewrite the
+record): an unsigned or forged `validation` is `record-untrusted`, and `--validation` supplies it
+again (recorded, and so signed, before it runs). An unsigned `verification_child` is ignored.
 """
 
 from __future__ import annotations
@@ -27,18 +31,26 @@ from unitmgr import baseline, git, port_leases, validation
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import VerifyOptions
 from unitmgr.ownership import stop_journaled_child
-from unitmgr.units import load, locked, refuse_in_flight
+from unitmgr.units import load, locked, refuse_in_flight, require_signed, unsigned_fields
 from unitmgr.workspace import Workspace
 
 TAIL_CHARACTERS = 4000
 
 
-def _preconditions(record: UnitRecord) -> str:
+def _preconditions(workspace: Workspace, record: UnitRecord, *, supplied: bool = False) -> str:
+    """HEAD, once verify may run; `supplied`: the lead passed `--validation` just now."""
     worktree = Path(record.worktree)
     if not worktree.is_dir():
         raise StateError("worktree-missing", f"unit {record.unit_id} worktree is missing")
     if not record.validation.strip():
         raise StateError("no-validation", f"unit {record.unit_id} has no recorded --validation")
+    if not supplied:
+        require_signed(
+            workspace,
+            record,
+            "validation",
+            next_step=f"unit verify --unit {record.unit_id} --validation 'COMMAND'",
+        )
     refuse_in_flight(record, what="verifying")
     dirty = baseline.dirty_entries(record, worktree)  # setup's leftovers do not count
     if dirty:
@@ -60,13 +72,19 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
     unit_id = validation.unit_id(options.unit)
     seconds = validation.lock_timeout(options.lock_timeout)
     record = load(workspace, unit_id)
+    if options.validation is not None:
+        validation.required(options.validation, "--validation", "verify")
+        record.validation = options.validation  # the lead's own word (signed when written)
     if options.dry_run:
-        head = _preconditions(record)
+        head = _preconditions(workspace, record, supplied=options.validation is not None)
         return {"ok": True, "dry_run": True, "command": record.validation, "head": head}
     with locked(workspace, unit_id, command=f"unit verify --unit {unit_id}", seconds=seconds):
         record = load(workspace, unit_id)
-        _stop_earlier_run(record)
-        head = _preconditions(record)
+        _stop_earlier_run(workspace, record)
+        if options.validation is not None:
+            record.validation = options.validation
+            workspace.registry.write(record)  # signs it: the next verify needs no flag
+        head = _preconditions(workspace, record)
         worktree = Path(record.worktree)
         tracked = git.tracked_status(worktree)
         progress(f"unit verify {unit_id}: {record.validation}")
@@ -133,9 +151,13 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
     return {"ok": True, "verification": verification}
 
 
-def _stop_earlier_run(record: UnitRecord) -> None:
-    """A verify killed with its lead leaves its validation running: stop that exact process —
-    only when it carries the token journaled with it (the record is executor-writable)."""
+def _stop_earlier_run(workspace: Workspace, record: UnitRecord) -> None:
+    """A verify killed with its lead leaves its validation running: stop that exact process.
+    An identity without the lead's MAC names a process the lead never started: left alone;
+    a signed one is still stopped only once proven the verify's (its token)."""
+    if unsigned_fields(workspace, record, "verification_child"):
+        progress(f"unit verify {record.unit_id}: an unsigned verification_child is ignored")
+        return
     child = ProcessIdentity.from_json(record.verification_child)
     proof = child_proof(child.token if child else None, record.unit_id)
     what = f"unit verify {record.unit_id}: stopping the earlier validation"

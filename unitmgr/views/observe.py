@@ -23,7 +23,13 @@ from registry.store import UnreadableRecord
 from registry.timeutil import iso_from_epoch
 from unitmgr import baseline, config, git
 from unitmgr.steps import CREATE_PHASES
-from unitmgr.units import base_ref_of, first_turn_resend, pair_state
+from unitmgr.units import (
+    base_ref_of,
+    first_turn_resend,
+    manifest_path,
+    pair_state,
+    unsigned_fields,
+)
 from unitmgr.views import attention
 from unitmgr.views.worktree_scan import WorktreeFacts, WorktreeJob, WorktreeScanner
 from unitmgr.workspace import Workspace, realpath
@@ -91,9 +97,14 @@ def _command(workspace: Workspace, *parts: str) -> str:
 
 
 def create_command(workspace: Workspace, record: UnitRecord) -> str:
-    """The exact create command that resumes `record` (every recorded option, no task file)."""
+    """The exact create command that resumes `record` (every recorded option, no task file).
+
+    Built only from what the lead signed (SPEC 8): a field without the lead's MAC is left out,
+    so the command never carries a value an executor planted; `supply_again` names those
+    options, and the resume takes the values the lead gives them then."""
     assert record.staffing is not None
     staffing = record.staffing.current
+    unsigned = set(unsigned_fields(workspace, record, *RESUME_SIGNED))
     parts = [
         "create",
         "--unit", record.unit_id,
@@ -101,26 +112,58 @@ def create_command(workspace: Workspace, record: UnitRecord) -> str:
         "--branch", record.branch,
         "--base", record.base,
         "--scope", record.scope,
-        "--validation", record.validation,
-        "--lead", record.lead,
-        "--partner", staffing.partner,
-        "--reason", staffing.reason,
     ]  # fmt: skip
-    if staffing.model is not None:
-        parts += ["--model", staffing.model]
-    if staffing.effort is not None:
-        parts += ["--effort", staffing.effort]
-    if staffing.identity != "default" or staffing.partner == record.lead:
-        parts += ["--identity", staffing.identity]
+    if "validation" not in unsigned:
+        parts += ["--validation", record.validation]
+    parts += ["--lead", record.lead]
+    if "staffing.current" not in unsigned:
+        parts += ["--partner", staffing.partner, "--reason", staffing.reason]
+        if staffing.model is not None:
+            parts += ["--model", staffing.model]
+        if staffing.effort is not None:
+            parts += ["--effort", staffing.effort]
+        if staffing.identity != "default" or staffing.partner == record.lead:
+            parts += ["--identity", staffing.identity]
     if record.issue is not None:
         parts += ["--issue", str(record.issue)]
-    if record.setup is not None:
+    if record.setup is not None and "setup" not in unsigned:
         parts += ["--setup", record.setup]
     for pattern in record.paths:
         parts += ["--paths", pattern]
     if record.ports:  # the resume keeps the recorded ports; the count is what it compares
         parts += ["--ports", str(len(record.ports))]
+    if "task" in unsigned:
+        parts += ["--task-file", "-"]  # the task again, on standard input
     return _command(workspace, *parts)
+
+
+# The signed fields a create resume takes from the record, and the options that supply each.
+RESUME_SIGNED = ("validation", "setup", "staffing.current", "task")
+SUPPLY_AGAIN = {
+    "validation": ["--validation"],
+    "setup": ["--setup"],
+    "staffing.current": ["--partner", "--reason", "--model", "--effort", "--identity"],
+    "task": ["--task-file"],
+    "pending_staffing": ["--partner", "--reason", "--model", "--effort", "--identity"],
+}
+
+
+def _resuming(
+    workspace: Workspace, record: UnitRecord, why: str, command: str, fields: tuple[str, ...]
+) -> dict[str, Any]:
+    """A recovery whose command is a resume: `supply_again` lists the options left out of it
+    because their recorded value is not signed by this lead (SPEC 8)."""
+    unsigned = unsigned_fields(workspace, record, *fields)
+    if not unsigned:
+        return {"needed": True, "why": why, "command": command}
+    options = sorted({option for field in unsigned for option in SUPPLY_AGAIN[field]})
+    return {
+        "needed": True,
+        "why": f"{why}; not signed by this lead, supply again: {', '.join(options)}",
+        "command": command,
+        "supply_again": options,
+        "unsigned": unsigned,
+    }
 
 
 def dismantle_command(workspace: Workspace, unit_id: str, *, force: bool) -> str:
@@ -179,7 +222,9 @@ def recovery(
         lifecycle == "working" and "restaff" in unfinished
     ):
         why = f"lifecycle {lifecycle}" if lifecycle != "working" else "unfinished restaff journal"
-        return {"needed": True, "why": why, "command": restaff_command(workspace, record)}
+        return _resuming(
+            workspace, record, why, restaff_command(workspace, record), _restaff_source(record)
+        )
     pair = pair or {}
     pair_owned = record.resources.pair or lifecycle == "working"
     if pair_owned and pair.get("code") == "no-pair-session":
@@ -189,11 +234,13 @@ def recovery(
             "command": dismantle_command(workspace, record.unit_id, force=True),
         }
     if lifecycle in CREATE_PHASES:
-        return {
-            "needed": True,
-            "why": f"lifecycle {lifecycle}",
-            "command": create_command(workspace, record),
-        }
+        return _resuming(
+            workspace,
+            record,
+            f"lifecycle {lifecycle}",
+            create_command(workspace, record),
+            RESUME_SIGNED,
+        )
     if lifecycle == "create-failed":
         return {
             "needed": True,
@@ -202,11 +249,13 @@ def recovery(
         }
     if lifecycle == "working" and "create" in unfinished:
         # A create killed after its last step but before clearing its journal.
-        return {
-            "needed": True,
-            "why": "unfinished create journal",
-            "command": create_command(workspace, record),
-        }
+        return _resuming(
+            workspace,
+            record,
+            "unfinished create journal",
+            create_command(workspace, record),
+            RESUME_SIGNED,
+        )
     if lifecycle == "working" and "addendum" in unfinished:
         text = next(
             (
@@ -225,7 +274,7 @@ def recovery(
                     workspace, "addendum", "--unit", record.unit_id, f"--text={text}", "--queue"
                 ),
             }
-    if lifecycle not in CREATE_PHASES and record.task_file and not os.path.exists(record.task_file):
+    if lifecycle not in CREATE_PHASES and not manifest_path(workspace, record).exists():
         return {
             "needed": True,
             "why": "manifest missing",
@@ -263,10 +312,19 @@ def recovery(
     return {"needed": False, "why": None, "command": None}
 
 
+def _restaff_source(record: UnitRecord) -> tuple[str, ...]:
+    """The signed field the restaff target is read from."""
+    return ("pending_staffing",) if record.pending_staffing else ("staffing.current",)
+
+
 def restaff_command(workspace: Workspace, record: UnitRecord) -> str:
+    """The exact restaff command that resumes `record`; its target only when the lead signed it
+    (else `--lead` alone, and the recovery's `supply_again` names the rest)."""
     pending = record.pending_staffing or {}
     if not pending and record.staffing is not None:
         pending = record.staffing.current.to_json()  # a restaff finalized, journal not cleared
+    if unsigned_fields(workspace, record, *_restaff_source(record)):
+        pending = {}
     parts = ["restaff", "--unit", record.unit_id, "--lead", record.lead]
     for option, key in (
         ("--partner", "partner"),
@@ -301,7 +359,7 @@ def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, A
         from unitmgr.forge_github import open_forge
 
         forge = open_forge(workspace)
-    scanned = workspace.registry.scan()
+    scanned = workspace.scan()
     rows = worktree_rows(workspace) if scanned else {}
     now, stuck_after = time.time(), config.stuck_seconds(workspace)
     units = []
@@ -448,7 +506,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
     now = time.time()
     observed_at = iso_from_epoch(now, milliseconds=True)
     stuck_after = config.stuck_seconds(workspace)
-    entries = workspace.registry.scan()
+    entries = workspace.scan()
     # An empty registry needs no `git worktree list`: nothing would be matched against it.
     rows = worktree_rows(workspace) if entries else {}
     records = [entry for entry in entries if isinstance(entry, UnitRecord)]

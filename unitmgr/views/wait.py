@@ -84,7 +84,7 @@ def run(repo: str, options: WaitOptions) -> dict[str, Any]:
                 raise StateError("no-such-unit", f"unit {unit_id} is not recorded")
             watched[unit_id] = record
     else:
-        for entry in registry.scan():
+        for entry in workspace.scan():
             if isinstance(entry, UnitRecord) and entry.lifecycle == "working":
                 watched[entry.unit_id] = entry
     if not watched:
