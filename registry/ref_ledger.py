@@ -9,7 +9,7 @@ files in the registry say whose each change was:
   (`{ref, command, unit, at, epoch}`): a change the ledger names in a turn's window is the
   lead's, never an executor's fault.
 - `ref-audit.log` — what executors move: the `reference-transaction` hook unitmgr installs
-  (unitmgr/ref_guard.py) appends `EPOCH OLD NEW REF UNIT` for every committed update made by a
+  (unitmgr/ref_guard.py) appends `EPOCH OLD NEW REF UNIT` for every update prepared by a
   process carrying `UNITMGR_UNIT` (the pair supervisor sets it for its partner).
 
 Both live in the common dir an executor can write, so they attribute honest work; they are

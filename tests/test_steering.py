@@ -421,5 +421,9 @@ def test_a_lost_turn_is_flagged_with_the_command_that_clears_it(sandbox: Sandbox
     }
     cleared = run_cli(*unit["recovery"]["command"].split(), cwd=sandbox.root)
     assert cleared.code == 0 and cleared["status"] == "cleared", cleared.stdout
+    # Cleared, the lost turn stays visible (SPEC 3.4 rev 3): its worker-lost receipt makes the
+    # lost first task a recovery that sends it again, never "nothing to do".
     (unit,) = sandbox.unit("list")["units"]
-    assert unit["recovery"]["needed"] is False
+    assert unit["observed"]["latest_receipt"]["status"] == "worker-lost"
+    assert unit["recovery"]["why"] == "first turn failed"
+    assert unit["recovery"]["command"].startswith("pair send")

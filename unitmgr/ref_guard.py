@@ -1,7 +1,7 @@
 """The `reference-transaction` hook unitmgr installs (SPEC 4.1): an audit log of every ref an
 executor updates, and the opt-in ref guard (`guard_refs = true` in the project config).
 
-The log: for every committed update made by a process carrying `UNITMGR_UNIT` (the pair
+The log: for every update a process carrying `UNITMGR_UNIT` prepares (the pair
 supervisor sets it for the executor's partner), the hook appends `EPOCH OLD NEW REF UNIT` to
 the registry's `ref-audit.log` (registry/ref_ledger.py), in plain shell: an executor's commit
 costs no interpreter. The supervisor reads it to charge a ref change to the unit that made it
@@ -49,7 +49,7 @@ _PER_WORKTREE = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
 def hook_text(python: str, *, audit_log: Path, guard_flag: Path) -> str:
     return f"""#!/bin/sh
 {HOOK_MARKER} v2: installed by `unit create` (SPEC 4.1); do not edit.
-# Runs the hook it replaced first; then, while UNITMGR_UNIT is set, logs each committed ref
+# Runs the hook it replaced first; then, while UNITMGR_UNIT is set, logs each prepared ref
 # update for the ref audit and, with guard_refs on, refuses one outside that unit's branch
 # (unitmgr/ref_guard.py).
 input=$(cat; echo .)
@@ -59,14 +59,13 @@ if [ -x "$0{CHAINED_SUFFIX}" ]; then
 fi
 [ -n "$UNITMGR_UNIT" ] || exit 0
 case "$UNITMGR_UNIT" in *[!A-Za-z0-9_.+-]*) exit 0 ;; esac
-if [ "$1" = committed ]; then
-    now=$(date +%s)
-    printf '%s\n' "$input" | while read -r old new ref; do
-        [ -n "$ref" ] && printf '%s %s %s %s %s\n' "$now" "$old" "$new" "$ref" "$UNITMGR_UNIT"
-    done >> {shlex.quote(str(audit_log))} 2>/dev/null
-    exit 0
-fi
 [ "$1" = prepared ] || exit 0
+# Logged before the update lands (a reader that sees the moved ref finds its line already);
+# an update that then aborts moved nothing, so its line explains no change.
+now=$(date +%s)
+printf '%s\n' "$input" | while read -r old new ref; do
+    [ -n "$ref" ] && printf '%s %s %s %s %s\n' "$now" "$old" "$new" "$ref" "$UNITMGR_UNIT"
+done >> {shlex.quote(str(audit_log))} 2>/dev/null
 [ -f {shlex.quote(str(guard_flag))} ] || exit 0
 printf '%s' "$input" | exec {shlex.quote(python)} -I -m unitmgr.ref_guard "$1"
 """

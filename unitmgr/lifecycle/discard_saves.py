@@ -166,14 +166,22 @@ def restore_commands(worktree: str, patch: str | None, tar: str | None) -> list[
     return commands
 
 
+NO_HEAD = "HEAD does not resolve (its branch is gone): no commit to diff the changes against"
+
+
 def save_discarded(worktree: Path, destination: Path) -> dict[str, Any]:
     """Write `uncommitted.patch` and `untracked.tar` into `destination`; `abandoned.saved`."""
     left_out: list[tuple[str, str]] = []
     patch: Path | None = destination / PATCH_NAME
     scratch = destination / f"{PATCH_NAME}.tmp"
     remove_file(scratch)  # a link planted under that name (the registry is writable) goes first
-    git.write_uncommitted_patch(worktree, scratch)
-    patch_bytes = scratch.stat().st_size
+    if git.head_commit(worktree) is None:
+        # HEAD names a branch deleted behind unitmgr's back: no commit to diff against.
+        left_out.append((PATCH_NAME, NO_HEAD))
+        patch_bytes = 0
+    else:
+        git.write_uncommitted_patch(worktree, scratch)
+        patch_bytes = scratch.stat().st_size
     if patch_bytes == 0 or patch_bytes > TOTAL_LIMIT:
         if patch_bytes:
             left_out.append((PATCH_NAME, f"the patch is over 50 MB ({patch_bytes} bytes)"))
@@ -232,9 +240,12 @@ def save_discarded(worktree: Path, destination: Path) -> dict[str, Any]:
 
 def would_save(worktree: Path) -> dict[str, Any]:
     """What `save_discarded` would keep, read without writing anything (a dry run)."""
-    patch_bytes = git.uncommitted_patch_size(worktree)
+    headless = git.head_commit(worktree) is None
+    patch_bytes = 0 if headless else git.uncommitted_patch_size(worktree)
     entries = _survey(worktree)
     left_out = [(entry.name, entry.why) for entry in entries if entry.kind == "skip"]
+    if headless:
+        left_out.insert(0, (PATCH_NAME, NO_HEAD))
     if patch_bytes > TOTAL_LIMIT:
         left_out.insert(0, (PATCH_NAME, f"the patch is over 50 MB ({patch_bytes} bytes)"))
     return {
