@@ -89,10 +89,10 @@ def open_regular(path: str | Path, *, below: str | Path | None = None) -> int:
         except OSError as error:
             raise Unreadable(path, f"cannot open it: {error.strerror}") from None
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (
-            before.st_dev,
-            before.st_ino,
-        ):
+        # Another inode than the one checked is the normal case of an atomic rewrite
+        # (`os.replace` between the stat and the open): what counts is that the file opened
+        # — without following a link, without blocking — is itself a regular file.
+        if not stat.S_ISREG(info.st_mode):
             os.close(fd)
             raise Unreadable(path, "was swapped for something else while it was opened")
         return fd

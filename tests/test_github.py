@@ -3,12 +3,14 @@ proof of dismantle — the real CLI against a stateful fake GitHub over real HTT
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from collections.abc import Callable
 
 import pytest
 
-from tests.conftest import GITHUB_TOKEN, Sandbox, git, write_record
+from tests.conftest import GITHUB_TOKEN, Sandbox, git, lead_signatures, write_record
 
 
 def intake(sandbox: Sandbox, *extra: str, **env: str):
@@ -273,6 +275,16 @@ def test_a_passing_pr_is_merged_at_the_head_and_the_branch_stays(sandbox: Sandbo
     assert again.code == 0 and again["status"] == "already-merged"
 
 
+def _rewrite_as_the_lead(sandbox: Sandbox, change: Callable[[str], str]) -> None:
+    """Change the record as `unit` itself would have, signatures and all (a gate that is
+    merely forged fails as unsigned: tests/test_signed_fields.py)."""
+    record_file = sandbox.registry / "units" / "u1.json"
+    record = json.loads(change(record_file.read_text()))
+    record.pop("signatures", None)
+    record["signatures"] = lead_signatures(sandbox, record)
+    record_file.write_text(json.dumps(record, indent=2) + "\n")
+
+
 @pytest.mark.parametrize(
     ("breakage", "gate", "why_part"),
     [
@@ -302,8 +314,7 @@ def test_each_failing_gate_is_named(
     elif breakage == "head":
         pull["head_sha"] = "0" * 40
     elif breakage == "scope":
-        record_file = sandbox.registry / "units" / "u1.json"
-        record_file.write_text(record_file.read_text().replace(head, "1" * 40))
+        _rewrite_as_the_lead(sandbox, lambda text: text.replace(head, "1" * 40))
     elif breakage == "author-approval":
         github.reviews[number] = []
         github.review(number, "executor-bot", "APPROVED", head)
@@ -321,8 +332,7 @@ def test_each_failing_gate_is_named(
     elif breakage == "missing-required":
         github.protection["main"] = ["ci/tests", "ci/e2e"]
     elif breakage == "verification":
-        record_file = sandbox.registry / "units" / "u1.json"
-        record_file.write_text(record_file.read_text().replace('"exit_code": 0', '"exit_code": 1'))
+        _rewrite_as_the_lead(sandbox, lambda text: text.replace('"exit_code": 0', '"exit_code": 1'))
     elif breakage == "two-prs":
         github.add_pull("feat/u1", head)
     held = sandbox.unit("merge", "--unit", "u1", "--head", head)
