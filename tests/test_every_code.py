@@ -17,11 +17,13 @@ import os
 import re
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.conftest import (
@@ -302,10 +304,19 @@ def _vanished(e: Env) -> Result:
         text=True,
     )
 
-    def waits_for_the_lock() -> bool:
-        # The lock is polled (open, try, close, sleep): a contender is one that sleeps.
+    def sleeps() -> bool:
         assert waiting.poll() is None, waiting.communicate()
         return Path(f"/proc/{waiting.pid}/wchan").read_text() == "hrtimer_nanosleep"
+
+    def waits_for_the_lock() -> bool:
+        # The lock is polled (open, try, close, sleep): a contender is one that keeps sleeping
+        # with no child of its own (its fetch and its git listings are done), not one caught
+        # in a short sleep on its way there.
+        for _ in range(5):
+            if not sleeps() or psutil.Process(waiting.pid).children():
+                return False
+            time.sleep(0.05)
+        return True
 
     wait_until(waits_for_the_lock)
     (e.sandbox.registry / "units" / "u1.json").unlink()
