@@ -135,16 +135,8 @@ def test_reuse_skips_git_only_while_nothing_changed(sandbox: Sandbox) -> None:
     assert runs == 1 and facts.counts == (1, 1)
 
 
-def test_status_all_runs_one_git_process_per_clean_worktree(
-    sandbox: Sandbox, tmp_path: Path
-) -> None:
-    """Counted with a `git` wrapper first on PATH: one `worktree list`, one `rev-parse`, one
-    `config --list` for the whole repository (the neutral pins, SPEC 8: memoized, not one per
-    unit), and one `status` per unit whose branch is not ahead (no `rev-list`, no `diff`)."""
-    git(sandbox.repo, "update-ref", "refs/heads/main", "HEAD")
-    for name in ("u1", "u2", "u3"):
-        _worktree(sandbox, name, f"feat/{name}")
-        write_record(sandbox, name, base_ref="refs/heads/main")
+def _status_all_logging_git(sandbox: Sandbox, tmp_path: Path) -> tuple[dict, Path]:
+    """`unit status --all` with a `git` wrapper first on PATH that logs every call's argv."""
     log = tmp_path / "git.log"
     wrapper = tmp_path / "bin" / "git"
     wrapper.parent.mkdir()
@@ -156,7 +148,20 @@ def test_status_all_runs_one_git_process_per_clean_worktree(
         "unit", "status", "--all", "--repo", str(sandbox.repo), cwd=sandbox.root, env=env
     )
     assert result.code == 0, result.stdout
-    document = json.loads(result.stdout)
+    return json.loads(result.stdout), log
+
+
+def test_status_all_runs_one_git_process_per_clean_worktree(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Counted with a `git` wrapper first on PATH: one `worktree list`, one `rev-parse`, one
+    `config --list` for the whole repository (the neutral pins, SPEC 8: memoized, not one per
+    unit), and one `status` per unit whose branch is not ahead (no `rev-list`, no `diff`)."""
+    git(sandbox.repo, "update-ref", "refs/heads/main", "HEAD")
+    for name in ("u1", "u2", "u3"):
+        _worktree(sandbox, name, f"feat/{name}")
+        write_record(sandbox, name, base_ref="refs/heads/main")
+    document, log = _status_all_logging_git(sandbox, tmp_path)
     assert [unit["worktree"]["ahead_of_base"] for unit in document["units"]] == [0, 0, 0]
     verbs = [next(word for word in line.split() if not word.startswith("-") and "/" not in word)
              for line in log.read_text().splitlines()]  # fmt: skip
@@ -232,18 +237,7 @@ def test_status_all_batches_the_diffs_of_units_ahead_of_their_base(
     git(sandbox.repo, "add", "later.txt")
     git(sandbox.repo, "commit", "-q", "-m", "base moves")
     git(sandbox.worktree("u4"), "merge", "-q", "--no-edit", "main")
-    log = tmp_path / "git.log"
-    wrapper = tmp_path / "bin" / "git"
-    wrapper.parent.mkdir()
-    real = git(sandbox.repo, "--exec-path")
-    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {real}/git "$@"\n')
-    wrapper.chmod(0o755)
-    env = {**os.environ, "PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
-    result = run_cli(
-        "unit", "status", "--all", "--repo", str(sandbox.repo), cwd=sandbox.root, env=env
-    )
-    assert result.code == 0, result.stdout
-    document = json.loads(result.stdout)
+    document, log = _status_all_logging_git(sandbox, tmp_path)
     verbs = _git_verbs(log)
     assert verbs.count("status") == len(names), verbs
     assert verbs.count("rev-list") == 1 and verbs.count("diff-tree") == 1, verbs
