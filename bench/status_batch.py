@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import environment, run, scratch
+from bench.status_scale import seconds
 
 COUNTS = (100, 300, 1000)
 RUNS = 5
@@ -78,12 +78,6 @@ def check_complete(document: dict[str, Any], count: int) -> None:
         own = f" M work-{unit['unit_id']}.txt"
         assert worktree["dirty_files"] == 1 and worktree["dirty_sample"] == [own], unit
         assert "error" not in pair, unit
-
-
-def seconds(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
-    started = time.perf_counter()
-    completed = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=True)
-    return time.perf_counter() - started, completed.stdout
 
 
 def measure(counts: tuple[int, ...]) -> list[dict[str, Any]]:
