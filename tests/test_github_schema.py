@@ -33,11 +33,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DESCRIPTION = ROOT / "node_modules/@octokit/openapi/generated/api.github.com.deref.json"
 REQUIRED = os.environ.get("UNITMGR_REQUIRE_REAL_CLIS") == "1"  # read before isolation clears it
 REPOSITORY_PATHS = "/repos/{owner}/{repo}/"
+OTHER_PATHS = ("/user",)  # the token's own login: feedback never forwards the tool's identity
 
 
 def _cache_key() -> str:
     stat = DESCRIPTION.stat()
-    return f"github-openapi-subset/{stat.st_size}-{int(stat.st_mtime)}"
+    return f"github-openapi-subset-2/{stat.st_size}-{int(stat.st_mtime)}"
 
 
 def missing_description(path: Path, *, required: bool) -> None:
@@ -62,10 +63,10 @@ def description(request: pytest.FixtureRequest) -> dict[str, Any]:
     if cached is not None:
         return dict(cached)
     document = json.loads(DESCRIPTION.read_text())
-    shapes = {as_template(path) for path in product_paths()}
+    shapes = {as_template(path) for path in product_paths()} | set(OTHER_PATHS)
     subset: dict[str, Any] = {}
     for template, operations in document["paths"].items():
-        if not template.startswith(REPOSITORY_PATHS):
+        if not template.startswith(REPOSITORY_PATHS) and template not in OTHER_PATHS:
             continue
         subset[template] = {}  # every template competes when a path is matched
         if shape_of(template) not in shapes:
@@ -255,6 +256,48 @@ def drive(github: Any) -> None:
         forge.merge(number, sha="d" * 40, method="squash")
     assert moved.value.status == 409
     assert forge.merge(number, sha=head, method="squash") == "e" * 40
+    drive_feedback(github, forge)
+
+
+def drive_feedback(github: Any, forge: Any) -> None:
+    """The feedback reads (SPEC 3.17), each list across a page boundary."""
+    head = "f" * 40
+    number = github.add_pull("feat/fb", head)
+    github.check_run(
+        head,
+        "tests",
+        conclusion="failure",
+        title="2 failed",
+        summary="see below",
+        annotations=(
+            ("a.py", 3, "failure", "boom"),
+            ("b.py", 4, "warning", "meh"),
+            *((f"c{n}.py", n, "failure", "again") for n in range(3)),
+        ),
+    )
+    github.check_run(head, "slow", status="queued", conclusion=None)
+    github.status(head, "ci/docs", "error", description="docs broke", target_url=f"{head}.log")
+    github.review(number, "alice", "CHANGES_REQUESTED", head, body="fix", association="OWNER")
+    github.review(number, "bob", "COMMENTED", head, body="a thought")
+    github.review(number, "carol", "APPROVED", head, body="fine")
+    for n in range(3):
+        github.comment(number, "dave", f"line note {n}", path="a.py", line=n + 1)
+        github.comment(number, "erin", f"talk {n}", association="NONE")
+    report = forge.ci_feedback(head)
+    (check,) = [item for item in report.failures if item.kind == "check"]
+    assert check.body.splitlines() == ["2 failed", "see below", "a.py:3 boom"] + [
+        f"c{n}.py:{n} again" for n in range(3)
+    ]
+    assert report.running == ["slow"]
+    assert [item.key for item in report.failures if item.kind == "status"] == [
+        f"status:{head}:ci/docs:error"
+    ]
+    items = forge.review_feedback(number)
+    assert [item.kind for item in items] == ["review"] * 2 + ["review-comment"] * 3 + [
+        "comment"
+    ] * 3
+    assert items[2].where == "a.py:1" and items[-1].association == "NONE"
+    assert forge.viewer() == github.viewer
 
 
 def test_the_fake_answers_as_githubs_description_says(

@@ -214,6 +214,20 @@ class Forge(Protocol):
 
     def pull(self, number: int) -> PullRequest: ...
 
+    def ci_feedback(self, sha: str) -> CiReport:
+        """The failed check runs (with output and up to 10 failure annotations) and failed
+        statuses of `sha`, and what still runs there (SPEC 3.17)."""
+        ...
+
+    def review_feedback(self, number: int) -> list[FeedbackItem]:
+        """Reviews `CHANGES_REQUESTED` or `COMMENTED` with a body, review comments and
+        conversation comments of PR `number`, each with its author's association."""
+        ...
+
+    def viewer(self) -> str | None:
+        """The login the token speaks for (this tool's own identity), None when unknown."""
+        ...
+
 
 # -- configuration ------------------------------------------------------------------------------
 
@@ -262,3 +276,39 @@ def configured_repository(read_origin_url: Callable[[], str | None]) -> str | No
 
 
 NOT_CONFIGURED = "needs a GitHub repository: set GITHUB_REPOSITORY or an origin on GitHub"
+
+
+# -- feedback (SPEC 3.17) -----------------------------------------------------------------------
+
+FAILED_CONCLUSIONS = ("failure", "timed_out", "cancelled", "action_required", "startup_failure")
+"""A completed check run with one of these conclusions failed (SPEC 3.17)."""
+
+
+@dataclass(frozen=True)
+class FeedbackItem:
+    """One piece of feedback as GitHub reported it: a failed check run or status, a review, a
+    review comment or a conversation comment. `body` is GitHub's text, untouched (hostile: the
+    renderer fences, strips and bounds it); `key` names it in the ledger (SPEC 3.17)."""
+
+    kind: str  # "check" | "status" | "review" | "review-comment" | "comment"
+    key: str
+    url: str
+    at: str | None
+    body: str
+    login: str | None = None  # None for CI: a check run or status speaks for its app or context
+    association: str = "NONE"
+    where: str = ""  # "path:line", or the check's name
+    title: str = ""  # a check's conclusion and app, a review's state
+    log: bool = False  # a log excerpt's bounds apply (check output), not a comment's
+
+    @property
+    def ci(self) -> bool:
+        return self.kind in ("check", "status")
+
+
+@dataclass(frozen=True)
+class CiReport:
+    """What CI says about one head: the failures, and whether anything still runs."""
+
+    failures: list[FeedbackItem]
+    running: list[str]  # names of checks queued or in progress (statuses: pending)

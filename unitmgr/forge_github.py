@@ -33,9 +33,12 @@ from registry.redact import gh_auth_token
 from registry.timeutil import seconds_from_env
 from unitmgr import git
 from unitmgr.forge import (
+    FAILED_CONCLUSIONS,
     SATISFYING_REASONS,
     Check,
+    CiReport,
     Dependency,
+    FeedbackItem,
     Issue,
     PullRequest,
     RequiredCheck,
@@ -392,6 +395,86 @@ class GitHubForge:
                     )
         return found
 
+    # -- feedback (SPEC 3.17) -------------------------------------------------------------------
+
+    def ci_feedback(self, sha: str) -> CiReport:
+        status, _ = self._list(f"{self.prefix}/commits/{sha}/status", key="statuses")
+        runs, _ = self._list(f"{self.prefix}/commits/{sha}/check-runs", key="check_runs")
+        failures: list[FeedbackItem] = []
+        running: list[str] = []
+        for item in status:
+            context, state = str(item.get("context")), str(item.get("state"))
+            if state == "pending":
+                running.append(context)
+            elif state in ("failure", "error"):
+                failures.append(
+                    FeedbackItem(
+                        kind="status",
+                        key=f"status:{sha}:{context}:{state}",
+                        url=str(item.get("target_url") or ""),
+                        at=item.get("updated_at"),
+                        body=str(item.get("description") or ""),
+                        where=context,
+                        title=state,
+                    )
+                )
+        for run in runs:
+            name = str(run.get("name"))
+            if run.get("status") != "completed":
+                running.append(name)
+            elif run.get("conclusion") in FAILED_CONCLUSIONS:
+                failures.append(self._failed_run(sha, run))
+        return CiReport(failures, running)
+
+    def _failed_run(self, sha: str, run: dict[str, Any]) -> FeedbackItem:
+        output = run.get("output") or {}
+        parts = [str(output.get(part)) for part in ("title", "summary") if output.get(part)]
+        if int(output.get("annotations_count") or 0) > 0:
+            found, _ = self._list(
+                f"{self.prefix}/check-runs/{int(run['id'])}/annotations",
+                limit=10,
+                keep=lambda note: note.get("annotation_level") == "failure",
+            )
+            parts += [
+                f"{note.get('path')}:{note.get('start_line')} {note.get('message') or ''}"
+                for note in found
+            ]
+        app = run.get("app") or {}
+        return FeedbackItem(
+            kind="check",
+            key=f"check:{sha}:{int(run.get('id') or 0)}",
+            url=str(run.get("html_url") or ""),
+            at=run.get("completed_at"),
+            body="\n".join(parts),
+            where=str(run.get("name")),
+            title=f"{run.get('conclusion')} by {app.get('slug') or app.get('name') or 'an app'}",
+            log=True,
+        )
+
+    def review_feedback(self, number: int) -> list[FeedbackItem]:
+        reviews, _ = self._list(f"{self.prefix}/pulls/{number}/reviews")
+        found = [
+            _feedback("review", f"review:{int(item['id'])}", item, title=str(item.get("state")))
+            for item in reviews
+            if item.get("state") in ("CHANGES_REQUESTED", "COMMENTED")
+            and str(item.get("body") or "").strip()
+        ]
+        comments, _ = self._list(f"{self.prefix}/pulls/{number}/comments")
+        for item in comments:
+            line = item.get("line") or item.get("original_line")
+            where = f"{item.get('path')}:{line}" if line else str(item.get("path") or "")
+            key = f"review-comment:{int(item['id'])}"
+            found.append(_feedback("review-comment", key, item, where=where))
+        conversation, _ = self._list(f"{self.prefix}/issues/{number}/comments")
+        found += [_feedback("comment", f"comment:{int(item['id'])}", item) for item in conversation]
+        return found
+
+    def viewer(self) -> str | None:
+        try:
+            return _login(self._get("/user"))
+        except GitHubRefused:  # a token that may not read its own user: no identity to skip
+            return None
+
     # -- the one write -------------------------------------------------------------------------
 
     def merge(self, number: int, *, sha: str, method: str) -> str | None:
@@ -436,6 +519,22 @@ def _pull(item: dict[str, Any]) -> PullRequest:
         author=(item.get("user") or {}).get("login"),
         merged_at=merged_at,
         merge_commit_sha=item.get("merge_commit_sha"),
+    )
+
+
+def _feedback(
+    kind: str, key: str, item: dict[str, Any], *, where: str = "", title: str = ""
+) -> FeedbackItem:
+    return FeedbackItem(
+        kind=kind,
+        key=key,
+        url=str(item.get("html_url") or ""),
+        at=item.get("updated_at") or item.get("submitted_at") or item.get("created_at"),
+        body=str(item.get("body") or ""),
+        login=_login(item.get("user")),
+        association=str(item.get("author_association") or "NONE"),
+        where=where,
+        title=title,
     )
 
 

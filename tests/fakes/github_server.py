@@ -99,6 +99,12 @@ class FakeGitHub:
     authorization: list[str | None] = field(default_factory=list)
     last_merge_method: str | None = None
     clock: int = 0
+    # feedback (SPEC 3.17): PR number -> comments; check run id -> annotations; the token's user
+    review_comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    issue_comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    annotations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    viewer: str = "lead-tool"
+    next_comment_id: int = 7000
 
     # -- setting up state --------------------------------------------------------------------
 
@@ -195,24 +201,77 @@ class FakeGitHub:
         commit_id: str,
         *,
         association: str = "COLLABORATOR",
-    ) -> None:
+        body: str = "",
+    ) -> int:
         """A review; `user=None` is a deleted account (GitHub answers `user: null`)."""
         reviews = self.reviews.setdefault(number, [])
+        review_id = 100 * number + len(reviews) + 1
         reviews.append(
             {
-                "id": 100 * number + len(reviews) + 1,
+                "id": review_id,
                 "user": user,
                 "state": state,
                 "commit_id": commit_id,
                 "submitted_at": f"2026-11-29T09:{len(reviews):02d}:00Z",
                 "author_association": association,
+                "body": body,
             }
         )
+        return review_id
 
-    def status(self, sha: str, context: str, state: str, at: str = NOW) -> None:
+    def comment(
+        self,
+        number: int,
+        user: str,
+        body: str,
+        *,
+        association: str = "COLLABORATOR",
+        path: str | None = None,
+        line: int | None = None,
+    ) -> int:
+        """A conversation comment on PR `number`, or with `path` a review comment on a line."""
+        self.next_comment_id += 1
+        at = self._tick()
+        comment = {
+            "id": self.next_comment_id,
+            "user": user,
+            "body": body,
+            "association": association,
+            "path": path,
+            "line": line,
+            "created_at": at,
+            "updated_at": at,
+        }
+        target = self.review_comments if path is not None else self.issue_comments
+        target.setdefault(number, []).append(comment)
+        return int(comment["id"])
+
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        for comments in (*self.issue_comments.values(), *self.review_comments.values()):
+            for comment in comments:
+                if comment["id"] == comment_id:
+                    comment.update(body=body, updated_at=self._tick())
+
+    def status(
+        self,
+        sha: str,
+        context: str,
+        state: str,
+        at: str = NOW,
+        *,
+        description: str | None = None,
+        target_url: str | None = None,
+    ) -> None:
         statuses = self.statuses.setdefault(sha, [])
         statuses.append(
-            {"id": len(statuses) + 1, "context": context, "state": state, "updated_at": at}
+            {
+                "id": len(statuses) + 1,
+                "context": context,
+                "state": state,
+                "updated_at": at,
+                "description": description,
+                "target_url": target_url,
+            }
         )
 
     def check_run(
@@ -225,13 +284,35 @@ class FakeGitHub:
         *,
         app: str = "github-actions",
         suite: int | None = None,
-    ) -> None:
+        title: str | None = None,
+        summary: str | None = None,
+        annotations: tuple[tuple[str, int, str, str], ...] = (),
+    ) -> int:
         """A check run; each app has one check suite per commit unless `suite` says otherwise
-        (GitHub Actions makes one per workflow)."""
+        (GitHub Actions makes one per workflow). `annotations` are (path, line, level,
+        message)."""
         runs = self.check_runs.setdefault(sha, [])
+        run_id = 1000 + sum(len(r) for r in self.check_runs.values())
+        self.annotations[run_id] = [
+            {
+                "path": path,
+                "blob_href": f"{WEB}/{self.repository}/blob/{sha}/{path}",
+                "start_line": line,
+                "end_line": line,
+                "start_column": None,
+                "end_column": None,
+                "annotation_level": level,
+                "title": None,
+                "message": message,
+                "raw_details": None,
+            }
+            for path, line, level, message in annotations
+        ]
         runs.append(
             {
-                "id": 1000 + sum(len(r) for r in self.check_runs.values()),
+                "id": run_id,
+                "title": title,
+                "summary": summary,
                 "name": name,
                 "status": status,
                 "conclusion": conclusion,
@@ -242,6 +323,7 @@ class FakeGitHub:
                 "head_sha": sha,
             }
         )
+        return run_id
 
     def fail(
         self,
@@ -457,7 +539,7 @@ class FakeGitHub:
             "id": review["id"],
             "node_id": f"PRR_{review['id']}",
             "user": _user(self.api, review["user"]) if review["user"] else None,
-            "body": "",
+            "body": review.get("body", ""),
             "state": review["state"],
             "html_url": html,
             "pull_request_url": self._url(f"pulls/{number}"),
@@ -477,8 +559,8 @@ class FakeGitHub:
             "url": self._url(f"statuses/{status['id']}"),
             "avatar_url": None,
             "state": status["state"],
-            "description": None,
-            "target_url": None,
+            "description": status.get("description"),
+            "target_url": status.get("target_url"),
             "context": status["context"],
             "created_at": status["updated_at"],
             "updated_at": status["updated_at"],
@@ -498,10 +580,10 @@ class FakeGitHub:
             "started_at": run["started_at"],
             "completed_at": run["completed_at"],
             "output": {
-                "title": None,
-                "summary": None,
+                "title": run.get("title"),
+                "summary": run.get("summary"),
                 "text": None,
-                "annotations_count": 0,
+                "annotations_count": len(self.annotations.get(run["id"], [])),
                 "annotations_url": self._url(f"check-runs/{run['id']}/annotations"),
             },
             "name": run["name"],
@@ -509,6 +591,91 @@ class FakeGitHub:
             "app": _app(self.api, run["app"]),
             "pull_requests": [],
         }
+
+    def comment_json(self, number: int, comment: dict[str, Any]) -> dict[str, Any]:
+        """A conversation comment (issue-comment), or a review comment when it has a path."""
+        comment_id = comment["id"]
+        found: dict[str, Any] = {
+            "id": comment_id,
+            "node_id": f"IC_{comment_id}",
+            "user": _user(self.api, comment["user"]),
+            "body": comment["body"],
+            "created_at": comment["created_at"],
+            "updated_at": comment["updated_at"],
+            "author_association": comment["association"],
+        }
+        if comment["path"] is None:
+            html = f"{self._html('pull', number)}#issuecomment-{comment_id}"
+            found.update(
+                url=self._url(f"issues/comments/{comment_id}"),
+                html_url=html,
+                issue_url=self._url(f"issues/{number}"),
+            )
+            return found
+        html = f"{self._html('pull', number)}#discussion_r{comment_id}"
+        url = self._url(f"pulls/comments/{comment_id}")
+        head = self.pulls[number]["head_sha"]
+        found.update(
+            node_id=f"PRRC_{comment_id}",
+            url=url,
+            html_url=html,
+            pull_request_review_id=None,
+            diff_hunk="@@ -1 +1 @@",
+            path=comment["path"],
+            commit_id=head,
+            original_commit_id=head,
+            pull_request_url=self._url(f"pulls/{number}"),
+            line=comment["line"],
+            original_line=comment["line"],
+            side="RIGHT",
+            _links={
+                "self": {"href": url},
+                "html": {"href": html},
+                "pull_request": {"href": self._url(f"pulls/{number}")},
+            },
+        )
+        return found
+
+    def viewer_json(self) -> dict[str, Any]:
+        """GET /user: the private user the token authenticates as."""
+        found = _user(self.api, self.viewer)
+        found.update(
+            {
+                "name": None,
+                "company": None,
+                "blog": "",
+                "location": None,
+                "email": None,
+                "hireable": None,
+                "bio": None,
+                "public_repos": 0,
+                "public_gists": 0,
+                "followers": 0,
+                "following": 0,
+                "created_at": NOW,
+                "updated_at": NOW,
+                "private_gists": 0,
+                "total_private_repos": 0,
+                "owned_private_repos": 0,
+                "disk_usage": 0,
+                "collaborators": 0,
+                "two_factor_authentication": True,
+            }
+        )
+        return found
+
+    def _comments(
+        self, request: Request, number: int, comments: dict[int, list[dict[str, Any]]]
+    ) -> Response:
+        if number not in self.pulls:
+            return self._not_found()
+        since = request.args.get("since")
+        found = [
+            self.comment_json(number, c)
+            for c in comments.get(number, [])
+            if since is None or c["updated_at"] >= since
+        ]
+        return self._page(request, found)  # oldest first, as GitHub lists comments
 
     # -- the server ----------------------------------------------------------------------------
 
@@ -547,6 +714,8 @@ class FakeGitHub:
                 return self._json(fault.body, fault.status, fault.headers)
         # Path segments as sent: an encoded `/` stays inside its segment, as on GitHub.
         segments = [urllib.parse.unquote(part) for part in raw.split("/")[1:]]
+        if request.method == "GET" and segments == ["user"]:
+            return self._json(self.viewer_json())
         if len(segments) < 3 or segments[0] != "repos":
             return self._not_found()
         repository = f"{segments[1]}/{segments[2]}"
@@ -568,6 +737,12 @@ class FakeGitHub:
                 return self._not_found()
             reviews = [self.review_json(number, r) for r in self.reviews.get(number, [])]
             return self._page(request, reviews)  # oldest first, as GitHub lists reviews
+        if method == "GET" and len(route) == 3 and route[::2] == ("pulls", "comments"):
+            return self._comments(request, int(route[1]), self.review_comments)
+        if method == "GET" and len(route) == 3 and route[::2] == ("issues", "comments"):
+            return self._comments(request, int(route[1]), self.issue_comments)
+        if method == "GET" and len(route) == 3 and route[::2] == ("check-runs", "annotations"):
+            return self._page(request, self.annotations.get(int(route[1]), []))
         if method == "GET" and route == ("issues",):
             return self._issues(request)
         if method == "GET" and len(route) == 2 and route[0] == "issues":
