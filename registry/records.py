@@ -236,6 +236,8 @@ class UnitRecord(Record):
     verification: dict[str, Any] | None = None
     verification_child: dict[str, Any] | None = None
     pr: dict[str, Any] | None = None
+    # SPEC 3.17's ledger: {pr, head_sha, sent {key: {sig, at, round}}, rounds, pending_send}
+    feedback: dict[str, Any] | None = None
     journal: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     cleanup: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     rollback: list[dict[str, Any]] = dataclasses.field(default_factory=list)

@@ -56,8 +56,11 @@ CRASH_POINTS = [
 ]
 
 
-def prepare(sandbox: Sandbox, command: str) -> list[str]:
-    """The arguments of the command to crash, after whatever it needs exists."""
+def prepare(
+    sandbox: Sandbox, command: str, request: pytest.FixtureRequest | None = None
+) -> list[str]:
+    """The arguments of the command to crash, after whatever it needs exists (`feedback` also
+    needs the fake GitHub, from `request`)."""
     if command == "create":
         # A copy list, so the copy-files step runs (and resumes) too.
         (sandbox.repo / ".env").write_text("SECRET_PLACE=here\n")
@@ -86,6 +89,12 @@ def prepare(sandbox: Sandbox, command: str) -> list[str]:
         ]
     if command == "addendum":
         return ["addendum", "--unit", "u1", "--text", "Also greet in French."]
+    if command == "feedback":
+        assert request is not None
+        github = request.getfixturevalue("github")
+        number = github.add_pull("feat/u1", "ab" * 20)
+        github.comment(number, "alice", "Also greet in French.")
+        return ["feedback", "--unit", "u1", "--send"]
     (sandbox.worktree("u1") / "notes.txt").write_text("untracked work a forced dismantle keeps\n")
     return ["dismantle", "--unit", "u1", "--force", "u1"]
 
@@ -100,7 +109,8 @@ def assert_final(sandbox: Sandbox, command: str, result) -> None:
         with tarfile.open(archive / "untracked.tar") as saved:
             assert saved.getnames() == ["notes.txt"]
         return
-    unit = result["unit"]
+    # feedback prints no unit: its record says where it ended
+    unit = sandbox.record("u1") if command == "feedback" else result["unit"]
     assert unit["lifecycle"] == "working" and unit["journal"] == []
     receipt = sandbox.wait_turn("u1")
     assert receipt["status"] == "replied"
@@ -119,6 +129,9 @@ def assert_final(sandbox: Sandbox, command: str, result) -> None:
     else:
         manifest = (sandbox.registry / "tasks" / "u1.md").read_text()
         assert manifest.count("## Addendum — ") == 1  # never appended twice
+        if command == "feedback":
+            ledger = sandbox.record("u1")["feedback"]
+            assert ledger["pending_send"] is None and len(ledger["sent"]) == 1, ledger
         assert unit["pending_notice"] is None and len(unit["addenda"]) == 1
         assert len(ran) == 2  # the first task, and exactly one notice turn
     assert sandbox.unit("list")["units"][0]["recovery"]["needed"] is False
@@ -132,9 +145,9 @@ def assert_final(sandbox: Sandbox, command: str, result) -> None:
     ("command", "step", "status"), CRASH_POINTS, ids=[":".join(point) for point in CRASH_POINTS]
 )
 def test_a_command_killed_after_each_journal_write_resumes(
-    sandbox: Sandbox, command: str, step: str, status: str
+    sandbox: Sandbox, command: str, step: str, status: str, request: pytest.FixtureRequest
 ) -> None:
-    args = prepare(sandbox, command)
+    args = prepare(sandbox, command, request)
     crashed = sandbox.unit(*args, env=crash_environment(f"{command}:{step}:{status}"))
     assert crashed.code == -signal.SIGKILL, crashed.stdout + crashed.stderr
     assert not list(sandbox.registry.rglob(".*.tmp"))
@@ -156,7 +169,7 @@ def test_a_command_killed_after_each_journal_write_resumes(
 
 
 def test_every_journal_step_has_crash_points() -> None:
-    assert len(CRASH_POINTS) == 2 * sum(len(steps) for steps in STEPS_BY_COMMAND.values()) == 52
+    assert len(CRASH_POINTS) == 2 * sum(len(steps) for steps in STEPS_BY_COMMAND.values()) == 60
 
 
 def test_resume_kills_the_journaled_setup_child_first(sandbox: Sandbox) -> None:

@@ -40,6 +40,8 @@ COMMANDS = {
     "config": "config",
     "doctor": "doctor",
 }
+# SPEC 3.17: CI and review back to the unit (a block of its own: commands are added in parallel).
+COMMANDS["feedback"] = "feedback"
 
 
 def build(names: Sequence[str]) -> typer.Typer:

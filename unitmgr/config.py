@@ -80,7 +80,12 @@ DEFAULTS: dict[str, Any] = {
     "notify.command": None,
     "notify.url": None,
     "notify.events": list(NOTIFY_EVENTS),
+    # [feedback] (SPEC 3.17): logins forwarded whatever their association, and the round caps
+    "feedback.allow": [],
+    "feedback.ci_rounds": 2,
+    "feedback.review_rounds": 3,
 }
+TABLES = ("notify", "feedback")
 # The keys in the order `unit config` prints them.
 KEYS = tuple(DEFAULTS)
 
@@ -296,11 +301,11 @@ def _read(path: Path, *, follow_links: bool = True) -> dict[str, Any]:
         raise _invalid(path, None, f"valid UTF-8 TOML ({error})") from None
     flat: dict[str, Any] = {}
     for key, value in document.items():
-        if key == "notify":
+        if key in TABLES:
             if not isinstance(value, dict):
-                raise _invalid(path, key, "a table [notify]", got=value)
+                raise _invalid(path, key, f"a table [{key}]", got=value)
             for inner, inner_value in value.items():
-                flat[f"notify.{inner}"] = inner_value
+                flat[f"{key}.{inner}"] = inner_value
         else:
             flat[key] = value
     for key, value in flat.items():
@@ -347,6 +352,18 @@ def _check(path: Path, key: str, value: Any) -> None:
             raise _invalid(path, key, "a string, an http:// or https:// URL", got=value)
     elif key == "notify.events":
         _check_events(path, key, value)
+    elif key.startswith("feedback."):
+        _check_feedback(path, key, value)
+
+
+def _check_feedback(path: Path, key: str, value: Any) -> None:
+    if key == "feedback.allow":
+        login = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")
+        items = value if isinstance(value, list) else [None]
+        if not all(isinstance(item, str) and login.fullmatch(item) for item in items):
+            raise _invalid(path, key, "a list of GitHub logins", got=value)
+    elif not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100:
+        raise _invalid(path, key, "an integer from 0 to 100", got=value)
 
 
 def _check_events(path: Path, key: str, value: Any) -> None:

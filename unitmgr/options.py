@@ -244,3 +244,21 @@ class DoctorOptions:
         "Accept the current git config, hooks and attributes as the trusted baseline.",
         False,
     )
+
+
+# -- unit feedback (SPEC 3.17) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeedbackOptions:
+    unit: str | None = option("--unit", "The unit (or --all).", metavar="ID")
+    all: bool = option("--all", "Every recorded unit (or --unit).", False)
+    send: bool = option("--send", "Deliver the pending items as one addendum.", False)
+    queue: bool = option("--queue", "With --send: append now; notify once no turn runs.", False)
+    auto: bool = option(
+        "--auto", "With --send: only as the loop may (round caps; working, checks done).", False
+    )
+    only: str | None = option("--only", "Gather only this kind.", metavar="ci|reviews|comments")
+    max_bytes: str = option("--max-bytes", "The addendum's bound in bytes.", "16384", "N")
+    lock_timeout: str = _lock_timeout()
+    dry_run: bool = _dry_run()

@@ -27,6 +27,9 @@ RESTAFF_STEPS = (
     "finalize",
 )
 ADDENDUM_STEPS = ("append", "notify")
+# `unit feedback --send` (SPEC 3.17): the exact text into the ledger, then addendum's own two
+# steps, then the sent keys into the ledger.
+FEEDBACK_STEPS = ("journal", "append", "notify", "ledger")
 DISMANTLE_STEPS = (
     "end-pair",
     "reap",
@@ -42,6 +45,7 @@ STEPS_BY_COMMAND = {
     "create": CREATE_STEPS,
     "restaff": RESTAFF_STEPS,
     "addendum": ADDENDUM_STEPS,
+    "feedback": FEEDBACK_STEPS,
     "dismantle": DISMANTLE_STEPS,
 }
 

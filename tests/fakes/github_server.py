@@ -104,6 +104,9 @@ class FakeGitHub:
     issue_comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     annotations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     viewer: str = "lead-tool"
+    # (method, path pattern, action): run once, when a matching request arrives (a push or a
+    # merge that lands while the product is reading)
+    hooks: list[tuple[str, re.Pattern[str], Any]] = field(default_factory=list)
     next_comment_id: int = 7000
 
     # -- setting up state --------------------------------------------------------------------
@@ -703,7 +706,15 @@ class FakeGitHub:
         )
         return response
 
+    def when(self, method: str, pattern: str, action: Any) -> None:
+        """Run `action()` once, as the first request matching `method` and `pattern` arrives."""
+        self.hooks.append((method, re.compile(pattern), action))
+
     def _answer(self, request: Request, raw: str, path: str) -> Response:
+        for hook in list(self.hooks):
+            if hook[0] == request.method and hook[1].search(path):
+                self.hooks.remove(hook)
+                hook[2]()
         for fault in self.faults:
             if (
                 fault.remaining > 0

@@ -70,7 +70,7 @@ def run(repo: str, options: AddendumOptions) -> dict[str, Any]:
     record = load(workspace, unit_id)
     if options.dry_run:
         appended = _already_appended(record, Journal(workspace.registry, record, "addendum"), text)
-        _refuse(record, options.queue, appended)
+        refuse_append(record, options.queue, appended)
         return {
             "ok": True,
             "dry_run": True,
@@ -83,7 +83,7 @@ def run(repo: str, options: AddendumOptions) -> dict[str, Any]:
         record = load(workspace, unit_id)
         journal = Journal(workspace.registry, record, "addendum")
         appended = _already_appended(record, journal, text)
-        _refuse(record, options.queue, appended)
+        refuse_append(record, options.queue, appended)
         if not appended and _journal_sha(journal) != digest(text):
             journal.clear()  # a different addendum: start a journal of its own
         sent: dict[str, Any] = {
@@ -132,7 +132,7 @@ def _already_appended(record: UnitRecord, journal: Journal, text: str) -> bool:
     return (record.pending_notice or {}).get("sha256") == sha
 
 
-def _refuse(record: UnitRecord, queue: bool, appended: bool) -> None:
+def refuse_append(record: UnitRecord, queue: bool, appended: bool) -> None:
     state = manifest_state(record)
     if state == "differs":
         raise StateError(

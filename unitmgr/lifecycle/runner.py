@@ -131,8 +131,11 @@ Command = Callable[[str, Options], dict[str, Any]]
 
 def _writes(options: object) -> bool:
     """Whether the command writes: every one that enters here but `unit scope` without
-    `--approve`, which only reports."""
-    return bool(getattr(options, "approve", True))
+    `--approve` and `unit feedback` without `--send`, which only report."""
+    for flag in ("approve", "send"):
+        if hasattr(options, flag):
+            return bool(getattr(options, flag))
+    return True
 
 
 def dry_run_aware(command: Command[Options]) -> Command[Options]:

@@ -70,6 +70,7 @@ def derive(
     now: float,
     stuck_after: float,
     busy: dict[str, Any] | None = None,
+    feedback: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The unit's attention. `pair` is `pair.api.read_status`'s document (or None without a
     pair); `recovery` is `{needed, why, command}`; `stuck_after` is in seconds; `busy` is the
@@ -81,6 +82,10 @@ def derive(
         return _state("recovery", updated_at, str(recovery.get("why") or "needs recovery"))
     if lifecycle == "unreadable":
         return _state("recovery", updated_at, "record unreadable")
+    capped = feedback.get("capped") if isinstance(feedback, dict) else None
+    if isinstance(capped, dict) and capped.get("why"):
+        # SPEC 3.17: the automatic rounds are spent; the lead reads the PR and decides.
+        return _state("failed", capped.get("at"), str(capped["why"]))
     pair = pair or {}
     if not pair.get("ok"):
         if pair.get("code") == "no-pair":
@@ -136,4 +141,5 @@ def of_view(
         now=now,
         stuck_after=stuck_after,
         busy=busy,
+        feedback=view.get("feedback"),
     )

@@ -274,6 +274,15 @@ def recovery(
                     workspace, "addendum", "--unit", record.unit_id, f"--text={text}", "--queue"
                 ),
             }
+    if lifecycle == "working" and "feedback" in unfinished:
+        # The text is in the ledger's `pending_send`: the repeat delivers exactly it.
+        return {
+            "needed": True,
+            "why": "unfinished feedback send",
+            "command": _command(
+                workspace, "feedback", "--unit", record.unit_id, "--send", "--queue"
+            ),
+        }
     if lifecycle not in CREATE_PHASES and not manifest_path(workspace, record).exists():
         return {
             "needed": True,
@@ -554,6 +563,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             now=now,
             stuck_after=stuck_after,
             busy=busy,
+            feedback=record.feedback,
         )
         units.append(view)
     unattributed = unattributed_changes(records, units)

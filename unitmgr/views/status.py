@@ -94,6 +94,7 @@ class UnitStatus:
             updated_at=record.updated_at,
             now=time.time(),
             stuck_after=config.stuck_seconds(self.workspace),
+            feedback=record.feedback,
         )
 
     def document(self, write_back: str | None, notice_seq: int | None) -> dict[str, Any]:

@@ -219,4 +219,5 @@ def _attention(workspace: Workspace, record: UnitRecord, lifecycle: str) -> dict
         updated_at=record.updated_at,
         now=time.time(),
         stuck_after=config.stuck_seconds(workspace),
+        feedback=record.feedback,
     )

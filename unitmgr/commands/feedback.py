@@ -1,0 +1,21 @@
+"""`unit feedback` (SPEC 3.17)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unitmgr.commands.common import declare
+from unitmgr.options import FeedbackOptions
+
+
+def _feedback(repo: str, options: FeedbackOptions) -> dict[str, Any]:
+    from unitmgr.lifecycle import feedback
+
+    return feedback.run(repo, options)
+
+
+command = declare(
+    FeedbackOptions,
+    _feedback,
+    help_text="CI failures and review on a unit's PR, from trusted authors, sent to it once.",
+)
