@@ -758,6 +758,40 @@ def _refused(e: Env) -> Result:
     return e.unit("intake", "--label", "ready")
 
 
+def _feedback_unit(e: Env, *, draft: bool = False) -> Any:
+    """A recorded unit whose branch has an open PR with one trusted comment."""
+    github = e.github
+    write_record(e.sandbox, "u1")
+    number = github.add_pull("feat/u1", SHA, draft=draft)
+    github.comment(number, "alice", "please fix")
+    return github
+
+
+@case("no-open-pr")
+def _no_open_pr(e: Env) -> Result:
+    e.github.add_pull("feat/u1", SHA, state="merged")
+    write_record(e.sandbox, "u1")
+    return e.unit("feedback", "--unit", "u1")
+
+
+@case("feedback-stale")
+def _feedback_stale(e: Env) -> Result:
+    github = _feedback_unit(e)
+    pull = github.pulls[max(github.pulls)]
+    github.when("GET", r"/issues/\d+/comments$", lambda: pull.update(head_sha="b" * 40))
+    return e.unit("feedback", "--unit", "u1", "--send")
+
+
+@case("feedback-not-sendable")
+def _feedback_draft(e: Env) -> Result:
+    _feedback_unit(e, draft=True)
+    return e.unit("feedback", "--unit", "u1", "--send")
+
+
+case("invalid-max-bytes")(lambda e: e.unit("feedback", "--unit", "u1", "--max-bytes", "12"))
+case("invalid-only")(lambda e: e.unit("feedback", "--unit", "u1", "--only", "everything"))
+
+
 @case("no-such-milestone")
 def _milestone(e: Env) -> Result:
     e.github.add_milestone("Sprint 9")

@@ -20,6 +20,9 @@ reach attributes), and the path it yields still goes through every worktree chec
 `unit create`. This module reads; it never writes a file, runs a command or starts git, and it
 stays cheap for the commands on the start-up path: with no config file it costs two `stat`s,
 and `tomllib` is imported only when a file exists.
+
+Over 400 lines on purpose: every key of both files is validated here, in one place, so a read
+and a write judge a file alike (SPEC 3.16).
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ DEFAULTS: dict[str, Any] = {
     "feedback.review_rounds": 3,
 }
 TABLES = ("notify", "feedback")
+LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")  # a GitHub login, or an app's
 # The keys in the order `unit config` prints them.
 KEYS = tuple(DEFAULTS)
 
@@ -350,20 +354,16 @@ def _check(path: Path, key: str, value: Any) -> None:
     elif key == "notify.url":
         if not isinstance(value, str) or not re.fullmatch(r"https?://[^\s]+", value):
             raise _invalid(path, key, "a string, an http:// or https:// URL", got=value)
+    elif key == "feedback.allow":
+        if not isinstance(value, list) or not all(
+            isinstance(item, str) and LOGIN.fullmatch(item) for item in value
+        ):
+            raise _invalid(path, key, "a list of GitHub logins", got=value)
+    elif key in ("feedback.ci_rounds", "feedback.review_rounds"):
+        if not is_int(value) or not 0 <= value <= 100:
+            raise _invalid(path, key, "an integer from 0 to 100", got=value)
     elif key == "notify.events":
         _check_events(path, key, value)
-    elif key.startswith("feedback."):
-        _check_feedback(path, key, value)
-
-
-def _check_feedback(path: Path, key: str, value: Any) -> None:
-    if key == "feedback.allow":
-        login = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")
-        items = value if isinstance(value, list) else [None]
-        if not all(isinstance(item, str) and login.fullmatch(item) for item in items):
-            raise _invalid(path, key, "a list of GitHub logins", got=value)
-    elif not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100:
-        raise _invalid(path, key, "an integer from 0 to 100", got=value)
 
 
 def _check_events(path: Path, key: str, value: Any) -> None:

@@ -40,6 +40,7 @@ PAGES: dict[str, str] = {
         "  serve      A read-only web dashboard.\n"
         "  config     The effective project settings.\n"
         "  doctor     Audit what can make git run something.\n"
+        "  feedback   Send a unit its PR's failing CI and trusted review, once.\n"
     ),
     "create": (
         "Usage: unit create [OPTIONS]\n"
@@ -361,5 +362,27 @@ PAGES: dict[str, str] = {
         "               trusted baseline.\n"
         "  --repo PATH  The repository (default: current directory).  [default: .]\n"
         "  --help       Show this message and exit.\n"
+    ),
+    "feedback": (
+        "Usage: unit feedback [OPTIONS]\n"
+        "\n"
+        "  Send a unit its PR's failing CI and trusted review, once.\n"
+        "\n"
+        "Options:\n"
+        "  --unit ID                   The unit (or --all).\n"
+        "  --all                       Every recorded unit (or --unit).\n"
+        "  --send                      Deliver the pending items as one addendum.\n"
+        "  --queue                     With --send: append now; notify once no turn\n"
+        "                              runs.\n"
+        "  --auto                      With --send: only as the loop may (round caps;\n"
+        "                              working, checks done).\n"
+        "  --only ci|reviews|comments  Gather only this kind.\n"
+        "  --max-bytes N               The addendum's bound in bytes.  [default: 16384]\n"
+        "  --repo PATH                 The repository (default: current directory).\n"
+        "                              [default: .]\n"
+        "  --lock-timeout SECONDS      Seconds to wait for locks (0 = do not wait).\n"
+        "                              [default: 30]\n"
+        "  --dry-run                   Check and plan; change nothing.\n"
+        "  --help                      Show this message and exit.\n"
     ),
 }

@@ -17,5 +17,5 @@ def _feedback(repo: str, options: FeedbackOptions) -> dict[str, Any]:
 command = declare(
     FeedbackOptions,
     _feedback,
-    help_text="CI failures and review on a unit's PR, from trusted authors, sent to it once.",
+    help_text="Send a unit its PR's failing CI and trusted review, once.",
 )

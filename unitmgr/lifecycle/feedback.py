@@ -38,13 +38,13 @@ from unitmgr.workspace import Workspace
 MAX_BYTES_RANGE = (1024, 1_048_576)
 
 
-def _max_bytes(value: str) -> int:
+def _max_bytes(value: str, target: str) -> int:
     low, high = MAX_BYTES_RANGE
     if not re.fullmatch(r"[0-9]{1,8}", value) or not low <= int(value) <= high:
         raise UsageError(
             "invalid-max-bytes",
             f"--max-bytes must be a number of bytes from {low} to {high}, got {value!r}",
-            next_step="unit feedback --unit ID --max-bytes 16384",
+            next_step=f"unit feedback {target} --max-bytes 16384",
         )
     return int(value)
 
@@ -54,15 +54,16 @@ def _check(options: FeedbackOptions) -> int:
         raise UsageError("usage", "feedback needs exactly one of --unit ID or --all")
     if (options.queue or options.auto) and not options.send:
         raise UsageError("usage", "--queue and --auto go with --send")
+    if options.unit is not None:
+        validation.unit_id(options.unit)
+    target = f"--unit {options.unit}" if options.unit else "--all"
     if options.only is not None and options.only not in fb.ONLY:
         raise UsageError(
             "invalid-only",
             f"--only must be ci, reviews or comments, got {options.only!r}",
-            next_step="unit feedback --unit ID --only ci",
+            next_step=f"unit feedback {target} --only ci",
         )
-    if options.unit is not None:
-        validation.unit_id(options.unit)
-    return _max_bytes(options.max_bytes)
+    return _max_bytes(options.max_bytes, target)
 
 
 @dry_run_aware
