@@ -299,3 +299,23 @@ def test_concurrent_sends_deliver_once(sandbox: Sandbox, github: Any) -> None:
     statuses = sorted(out["status"] for out in outputs)
     assert statuses[0] == "nothing-to-send" and statuses[1] in ("queued", "sent"), outputs
     assert manifest(sandbox).count("## Addendum — ") == 1
+
+
+def test_a_send_refused_by_a_turn_in_flight_marks_nothing_sent(
+    sandbox: Sandbox, github: Any
+) -> None:
+    created = sandbox.create("u1", model="sleep 20; cat")
+    assert created.code == 0, created.stdout
+    number = github.add_pull("feat/u1", HEAD)
+    github.comment(number, "alice", "fix the greeting")
+    refused = feedback(sandbox, "--unit", "u1", "--send")
+    assert refused.code == 1 and refused["code"] == "turn-in-flight", refused.stdout
+    record = sandbox.record("u1")
+    assert (record.get("feedback") or {}).get("sent", {}) == {} and record["journal"] == []
+    assert "## Addendum" not in manifest(sandbox)
+    queued = feedback(sandbox, "--unit", "u1", "--send", "--queue")
+    assert queued.code == 0 and queued["status"] == "queued", queued.stdout
+    assert manifest(sandbox).count("## Addendum — ") == 1
+    assert sandbox.record("u1")["pending_notice"] is not None  # the next status sends it
+    cancelled = sandbox.unit("cancel", "--unit", "u1")
+    assert cancelled.code == 0, cancelled.stdout
