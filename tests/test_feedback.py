@@ -215,6 +215,8 @@ def test_bounds_leave_the_rest_pending_and_named(sandbox: Sandbox, github: Any) 
     assert len(addendum.encode()) <= 4096 + 64
     rest = feedback(sandbox, "--unit", "u1")
     assert [i["key"] for i in rest["pending"]] == [f"comment:{n}" for n in ids[1:]]
+    counts = sandbox.record("u1")["feedback"]["counts"]
+    assert (counts["ci"], counts["review"], counts["withheld"]) == (0, 2, 0)
 
 
 def test_a_dry_run_writes_nothing(sandbox: Sandbox, github: Any) -> None:
@@ -319,3 +321,23 @@ def test_a_send_refused_by_a_turn_in_flight_marks_nothing_sent(
     assert sandbox.record("u1")["pending_notice"] is not None  # the next status sends it
     cancelled = sandbox.unit("cancel", "--unit", "u1")
     assert cancelled.code == 0, cancelled.stdout
+
+
+@pytest.mark.parametrize(
+    ("planted", "shown"),
+    [
+        ("\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\", "click"),  # an OSC 8 link
+        ("\x9b31mred", "red"),  # the 8-bit CSI
+        ("a\x1bPq#0;2;0;0;0\x1b\\b", "ab"),  # a DCS string (sixel)
+        ("<!\u200b-- hidden -->seen", "seen"),  # a comment assembled by the cleaning
+        ("<!-- never closed", ""),
+        ("l\u2066i\u2069ne\u2028two\r\nthree\x00", "line\ntwo\nthree"),
+    ],
+)
+def test_cleaning_removes_what_a_terminal_or_a_reader_would_not_see(
+    planted: str, shown: str
+) -> None:
+    from unitmgr.feedback import clean, fence_for
+
+    assert clean(planted) == shown
+    assert fence_for("a ``````` b") == "````````"

@@ -314,6 +314,8 @@ def _send(
 
         def ledger_step(outcome: dict[str, Any]) -> None:
             _record_sent(ledger, pending)
+            if document is not None:
+                ledger["counts"] = _counts(document, pending)
             record.feedback = ledger
             outcome.update(keys=len(pending["keys"]))
 
@@ -342,6 +344,19 @@ def _send(
         if turn_in_flight(record) is not None and sent["status"] == "queued":
             result["why"] = "a turn is in flight: the notice waits for it"
         return result
+
+
+def _counts(document: dict[str, Any], pending: dict[str, Any]) -> dict[str, Any]:
+    """What the ledger shows `status --all`, `watch` and `serve` without asking GitHub: the
+    items still pending after this send, and how many were withheld."""
+    left = [item for item in document.get("pending") or [] if item["key"] not in pending["keys"]]
+    ci = sum(1 for item in left if item["kind"] in ("check", "status"))
+    return {
+        "ci": ci,
+        "review": len(left) - ci,
+        "withheld": len(document.get("withheld") or []),
+        "at": iso_z(),
+    }
 
 
 def _record_sent(ledger: dict[str, Any], pending: dict[str, Any]) -> None:
