@@ -217,6 +217,10 @@ def test_bounds_leave_the_rest_pending_and_named(sandbox: Sandbox, github: Any) 
     assert [i["key"] for i in rest["pending"]] == [f"comment:{n}" for n in ids[1:]]
     counts = sandbox.record("u1")["feedback"]["counts"]
     assert (counts["ci"], counts["review"], counts["withheld"]) == (0, 2, 0)
+    (listed,) = sandbox.unit("status", "--all")["units"]  # the ledger's word, no GitHub call
+    assert listed["feedback"] == "feedback: 0 CI, 2 review pending, 0 withheld"
+    table = sandbox.unit("status", "--all", "--format", "table").stdout
+    assert "u1 feedback: 0 CI, 2 review pending, 0 withheld" in table
 
 
 def test_a_dry_run_writes_nothing(sandbox: Sandbox, github: Any) -> None:

@@ -43,6 +43,18 @@ def waiting_on_you(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(waiting, key=lambda unit: (rank[unit["attention"]["state"]], unit["unit_id"]))
 
 
+def feedback_summary(ledger: Any) -> str | None:
+    """The record's feedback ledger in one line (SPEC 3.17): `feedback: 2 CI, 3 review
+    pending, 1 withheld` — what the last send left, read without asking GitHub."""
+    counts = ledger.get("counts") if isinstance(ledger, dict) else None
+    if not isinstance(counts, dict):
+        return None
+    ci, review, withheld = (int(counts.get(key) or 0) for key in ("ci", "review", "withheld"))
+    if not (ci or review or withheld):
+        return None
+    return f"feedback: {ci} CI, {review} review pending, {withheld} withheld"
+
+
 def _epoch(text: str | None) -> float | None:
     try:
         return parse_iso(text).timestamp() if text else None

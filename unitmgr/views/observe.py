@@ -550,6 +550,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             "worktree": worktree,
             "pending_notice": record.pending_notice,
             "error": record.error,
+            "feedback": attention.feedback_summary(record.feedback),
             "_receipt": status.get("latest_receipt") if status.get("ok") else None,
         }
         view["recovery"] = recovery(

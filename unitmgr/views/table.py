@@ -150,6 +150,9 @@ def status_all(document: dict[str, Any]) -> str:
             notes.append(_recovery(unit))
     text = _rows(header, rows, widths) if rows else "no units"
     notes += _waiting(document["units"], document.get("observed_at"))
+    notes += [
+        _note(f"  {u['unit_id']} {u['feedback']}") for u in document["units"] if u.get("feedback")
+    ]
     for overlap in document.get("overlaps", []):
         a, b = overlap["units"]
         notes.append(_note(f"! overlap {a} / {b}: " + ", ".join(overlap["files"][:3])))
