@@ -345,3 +345,16 @@ def test_cleaning_removes_what_a_terminal_or_a_reader_would_not_see(
 
     assert clean(planted) == shown
     assert fence_for("a ``````` b") == "````````"
+
+
+def test_only_ci_reads_and_sends_only_ci(sandbox: Sandbox, github: Any) -> None:
+    working_unit(sandbox)
+    number = github.add_pull("feat/u1", HEAD)
+    github.status(HEAD, "ci/lint", "failure", description="lint broke")
+    github.comment(number, "alice", "a conversation point")
+    sent = feedback(sandbox, "--unit", "u1", "--send", "--only", "ci")
+    assert sent["sent"] == [f"status:{HEAD}:ci/lint:failure"], sent.stdout
+    assert not any(path.endswith(("/comments", "/reviews", "/user")) for _, path in github.requests)
+    assert "a conversation point" not in manifest(sandbox)
+    rest = feedback(sandbox, "--unit", "u1")
+    assert [item["kind"] for item in rest["pending"]] == ["comment"]
