@@ -251,6 +251,7 @@ def run_turn(
         except BaseException:
             # Interrupted (Ctrl-C during init, a failing callback): never leave it running.
             kill_tree(partner, proof=OWN_CHILD, grace_seconds=KILL_GRACE_SECONDS)
+            _close_pipes(process)
             process.wait()
             raise
     finally:
@@ -259,11 +260,13 @@ def run_turn(
     # A hang or a cancel kills the whole group; after an exit, whatever the partner left running
     # in it (a background job still editing the worktree) would otherwise overlap the next turn.
     # Both happen before the partner is reaped, so its pid (the group id) cannot be reused
-    # meanwhile.
+    # meanwhile. The pipes close only after the kill: closing them first kills a leftover that
+    # writes (SIGPIPE) before it is seen, and on a busy machine that left it out of `leftovers`.
     stopped = hang_reason or cancel_reason
     described = {} if stopped else _described_tree(partner)
     grace = CANCEL_GRACE_SECONDS if cancel_reason else KILL_GRACE_SECONDS
     killed = kill_tree(partner, proof=OWN_CHILD, grace_seconds=grace)
+    _close_pipes(process)
     leftovers = [] if stopped else [described.get(pid, {"pid": pid, "argv": []}) for pid in killed]
     exit_code = process.wait()
     seconds = round(time.monotonic() - started, 3)
@@ -357,7 +360,7 @@ def _stream(
     quiet_alarm: QuietAlarm | None = None,
 ) -> tuple[bytes, str | None, str | None]:
     """Copy the partner's output to the transcript until it exits, a budget runs out or the
-    turn is cancelled.
+    turn is cancelled. The pipes stay open (the caller closes them after its kill).
 
     Returns the kept stdout, on a hang why, and on a cancel its reason.
     """
@@ -437,9 +440,14 @@ def _stream(
                 break
     for redactor in redactors.values():
         _write_all(transcript_fd, redactor.flush())
-    process.stdout.close()
-    process.stderr.close()
     return bytes(kept), hang_reason, cancel_reason
+
+
+def _close_pipes(process: subprocess.Popen[bytes]) -> None:
+    """Close our ends of the partner's output pipes (once its tree is stopped: see run_turn)."""
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 def throttle_signals(transcript: Path) -> dict[str, Any] | None:

@@ -136,11 +136,16 @@ def test_a_background_job_holding_the_pipes_is_killed_after_the_reply(
     assert notes == ["1"]
 
 
-def test_a_background_job_that_keeps_writing_does_not_hold_the_turn(sandbox: Sandbox) -> None:
+@pytest.mark.parametrize("pause", ["sleep 0.05", ":"], ids=["ticking", "flooding"])
+def test_a_background_job_that_keeps_writing_does_not_hold_the_turn(
+    sandbox: Sandbox, pause: str
+) -> None:
+    """Reported as a leftover however fast it writes: pair keeps the pipes open until it has
+    stopped the job (closed first, the job's next write kills it unseen: SIGPIPE)."""
     pids = sandbox.root / "pids"
     init_script(
         sandbox,
-        f"cat >/dev/null; (while :; do echo tick; sleep 0.05; done) & echo $! > {pids}; echo done",
+        f"cat >/dev/null; (while :; do echo tick; {pause}; done) & echo $! > {pids}; echo done",
     )
     started = time.monotonic()
     result = sandbox.pair(
@@ -156,6 +161,7 @@ def test_a_background_job_that_keeps_writing_does_not_hold_the_turn(sandbox: San
     assert gone(leftover)
     assert group_members(result["partner_pid"]) == []
     assert LEFTOVER_NOTE.search(Path(result["transcript"]).read_text())
+    assert leftover in [item["pid"] for item in result["leftovers"]]
 
 
 def test_a_partner_without_leftovers_gets_no_note(sandbox: Sandbox) -> None:
