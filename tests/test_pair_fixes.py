@@ -136,16 +136,13 @@ def test_a_background_job_holding_the_pipes_is_killed_after_the_reply(
     assert notes == ["1"]
 
 
-@pytest.mark.parametrize("pause", ["sleep 0.05", ":"], ids=["ticking", "flooding"])
-def test_a_background_job_that_keeps_writing_does_not_hold_the_turn(
-    sandbox: Sandbox, pause: str
-) -> None:
-    """Reported as a leftover however fast it writes: pair keeps the pipes open until it has
-    stopped the job (closed first, the job's next write kills it unseen: SIGPIPE)."""
+def test_a_background_job_that_keeps_writing_does_not_hold_the_turn(sandbox: Sandbox) -> None:
+    """Reported as a leftover on a busy machine too: pair keeps the pipes open until it has
+    stopped the job (closed first, the job's next write could kill it unseen: SIGPIPE)."""
     pids = sandbox.root / "pids"
     init_script(
         sandbox,
-        f"cat >/dev/null; (while :; do echo tick; {pause}; done) & echo $! > {pids}; echo done",
+        f"cat >/dev/null; (while :; do echo tick; sleep 0.05; done) & echo $! > {pids}; echo done",
     )
     started = time.monotonic()
     result = sandbox.pair(
