@@ -61,15 +61,24 @@ def _files_holding(root: Path, secrets: tuple[str, ...]) -> list[str]:
     return found
 
 
-def slow_last(items: list[Any]) -> None:
-    """Put `@pytest.mark.slow` tests after the others, each group in collection order."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
+def long_first(items: list[Any]) -> None:
+    """The real-CLI tier first, then `@pytest.mark.slow` tests, then the others, each group in
+    collection order."""
+
+    def rank(item: Any) -> int:
+        if item.get_closest_marker("real") is not None:
+            return 0
+        return 1 if item.get_closest_marker("slow") is not None else 2
+
+    items.sort(key=rank)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Every xdist worker sorts the same way, and `-n 2` hands tests out in this order: the quick
-    # ones report first, the long ones share the end.
-    slow_last(items)
+    # Every xdist worker sorts the same way, and `-n 2` (`--dist load`) hands tests out in this
+    # order: the long ones (a real-CLI turn takes 10-35 s) start at once, one worker each, and
+    # the end of the run is many short tests that the two workers share evenly. Long tests
+    # last made the run's tail one 15-35 s test on one worker while the other sat idle.
+    long_first(items)
 
 
 @pytest.fixture(autouse=True)

@@ -42,6 +42,7 @@ def _finish(sandbox: Sandbox, gate: Path) -> dict[str, Any]:
 IN_A_FRESH_PROCESS = "UNITMGR_TEST_SUPERVISOR_LAUNCH_FRESH"
 
 
+@pytest.mark.slow  # under xdist it proves itself in a fresh pytest: start it early
 def test_the_supervisor_is_forked_only_from_a_single_threaded_caller(
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
