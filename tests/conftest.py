@@ -27,6 +27,22 @@ from unitmgr import demo
 VENV_BIN = str(Path(sys.executable).parent)
 
 
+def _temp_root_in_memory() -> None:
+    """Every test's `tmp_path` on tmpfs (`/dev/shm`) when there is one and nothing else was asked
+    for: the CLIs fsync each atomic write and its directory (~60 per `unit create`), which costs
+    3-15 ms each on a shared disk and nothing in memory. What the tests prove is unchanged;
+    passed tests' directories are removed as they finish (`tmp_path_retention_policy`), so the
+    memory a run holds stays small."""
+    memory = "/dev/shm"
+    if "PYTEST_DEBUG_TEMPROOT" in os.environ or "TMPDIR" in os.environ:
+        return
+    if os.path.isdir(memory) and os.access(memory, os.W_OK | os.X_OK):
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = memory  # read by pytest's tmp_path_factory
+
+
+_temp_root_in_memory()
+
+
 def _clean_environment(home: Path) -> dict[str, str]:
     return {
         **demo.isolated_environment(home, name="Unit Test", email="unit@test.invalid"),
@@ -47,29 +63,62 @@ PLANTED_TOKENS = (
 CLI_OUTPUTS: list[str] = []
 
 
+def _holds(path: Path, needles: list[bytes]) -> bool:
+    """Whether the file's bytes hold one of `needles`, reading only its data: a hole (a test's
+    2 GiB sparse transcript) reads as zeros and holds none, so it is skipped (SEEK_DATA), not
+    read; a file system that cannot tell reports it all as data."""
+    overlap = max(len(needle) for needle in needles) - 1
+    chunk = 1 << 20
+    with open(path, "rb") as handle:
+        fd = handle.fileno()
+        size = os.fstat(fd).st_size
+        offset = 0
+        while offset < size:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError:  # ENXIO: only a hole is left
+                return False
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+            position = start
+            while position < end:
+                data = os.pread(fd, min(chunk, end - position) + overlap, position)
+                if any(needle in data for needle in needles):
+                    return True
+                position += chunk
+            offset = end
+    return False
+
+
 def _files_holding(root: Path, secrets: tuple[str, ...]) -> list[str]:
     found = []
     needles = [secret.encode() for secret in secrets]
     for path in root.rglob("*"):
         try:
-            if path.is_file() and not path.is_symlink():
-                data = path.read_bytes()
-                if any(needle in data for needle in needles):
-                    found.append(str(path))
+            if path.is_file() and not path.is_symlink() and _holds(path, needles):
+                found.append(str(path))
         except OSError:
             continue
     return found
 
 
-def slow_last(items: list[Any]) -> None:
-    """Put `@pytest.mark.slow` tests after the others, each group in collection order."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
+def long_first(items: list[Any]) -> None:
+    """The real-CLI tier first, then `@pytest.mark.slow` tests, then the others, each group in
+    collection order."""
+
+    def rank(item: Any) -> int:
+        if item.get_closest_marker("real") is not None:
+            return 0
+        return 1 if item.get_closest_marker("slow") is not None else 2
+
+    items.sort(key=rank)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Every xdist worker sorts the same way, and `-n 2` hands tests out in this order: the quick
-    # ones report first, the long ones share the end.
-    slow_last(items)
+    # Every xdist worker sorts the same way, and `-n 2` (`--dist load`) hands tests out in this
+    # order: the long ones (a real-CLI turn takes 10-35 s) start at once, one worker each, and
+    # the end of the run is many short tests that the two workers share evenly. Long tests
+    # last made the run's tail one 15-35 s test on one worker while the other sat idle.
+    long_first(items)
 
 
 @pytest.fixture(autouse=True)

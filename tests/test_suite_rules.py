@@ -66,19 +66,20 @@ def test_the_sleep_check_tells_polling_from_waiting() -> None:
     assert fixed_sleeps(explained) == []
 
 
-def test_slow_tests_run_last_in_collection_order() -> None:
-    from tests.conftest import slow_last
+def test_long_tests_run_first_in_collection_order() -> None:
+    from tests.conftest import long_first
 
     class Item:
-        def __init__(self, name: str, slow: bool) -> None:
-            self.name, self.slow = name, slow
+        def __init__(self, name: str, marker: str | None) -> None:
+            self.name, self.marker = name, marker
 
         def get_closest_marker(self, name: str) -> object | None:
-            return object() if name == "slow" and self.slow else None
+            return object() if name == self.marker else None
 
-    items = [Item("a", True), Item("b", False), Item("c", True), Item("d", False)]
-    slow_last(items)
-    assert [item.name for item in items] == ["b", "d", "a", "c"]
+    kinds = [("a", "slow"), ("b", None), ("c", "real"), ("d", "slow"), ("e", None), ("f", "real")]
+    items = [Item(name, marker) for name, marker in kinds]
+    long_first(items)
+    assert [item.name for item in items] == ["c", "f", "a", "d", "b", "e"]
 
 
 def test_the_long_tests_are_marked_slow() -> None:

@@ -42,6 +42,7 @@ def _finish(sandbox: Sandbox, gate: Path) -> dict[str, Any]:
 IN_A_FRESH_PROCESS = "UNITMGR_TEST_SUPERVISOR_LAUNCH_FRESH"
 
 
+@pytest.mark.slow  # under xdist it proves itself in a fresh pytest: start it early
 def test_the_supervisor_is_forked_only_from_a_single_threaded_caller(
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -51,7 +52,18 @@ def test_the_supervisor_is_forked_only_from_a_single_threaded_caller(
         # prove the forked one from a process that has only its own thread.
         here = f"{Path(__file__).resolve()}::{sys._getframe().f_code.co_name}"
         completed = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", here],
+            # Its own basetemp: a default one would clean up the oldest sessions' temp dirs
+            # (anyone's, up to hundreds of MB) on its way in.
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--basetemp={sandbox.root / 'inner'}",
+                here,
+            ],
             env={**os.environ, IN_A_FRESH_PROCESS: "1"},
             capture_output=True,
             text=True,
