@@ -27,6 +27,9 @@ from unitmgr import demo
 VENV_BIN = str(Path(sys.executable).parent)
 
 
+MEMORY_TEMP_MIN_FREE = 4 << 30  # bytes
+
+
 def _temp_root_in_memory() -> None:
     """Every test's `tmp_path` on tmpfs (`/dev/shm`) when there is one and nothing else was asked
     for: the CLIs fsync each atomic write and its directory (~60 per `unit create`), which costs
@@ -36,8 +39,12 @@ def _temp_root_in_memory() -> None:
     memory = "/dev/shm"
     if "PYTEST_DEBUG_TEMPROOT" in os.environ or "TMPDIR" in os.environ:
         return
-    if os.path.isdir(memory) and os.access(memory, os.W_OK | os.X_OK):
-        os.environ["PYTEST_DEBUG_TEMPROOT"] = memory  # read by pytest's tmp_path_factory
+    if not (os.path.isdir(memory) and os.access(memory, os.W_OK | os.X_OK)):
+        return
+    stats = os.statvfs(memory)
+    if stats.f_bavail * stats.f_frsize < MEMORY_TEMP_MIN_FREE:
+        return  # a container's 64 MB /dev/shm would fill up: stay on disk
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = memory  # read by pytest's tmp_path_factory
 
 
 _temp_root_in_memory()
