@@ -9,7 +9,7 @@ import typer
 
 from pair import __version__, api
 from pair.errors import UsageError
-from registry.cli_runner import add_version_option, run
+from registry.cli_runner import HELP_OPTIONS, add_version_option, run
 
 app = typer.Typer(
     name="pair",
@@ -17,6 +17,7 @@ app = typer.Typer(
     no_args_is_help=False,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
+    context_settings=HELP_OPTIONS,
 )
 add_version_option(app, __version__)
 
