@@ -11,7 +11,7 @@ def _main() -> int:
         from pair.supervisor import main as supervise
 
         return supervise(sys.argv[2:])
-    from pair.cli import main
+    from pair.entry import main
 
     return main()
 

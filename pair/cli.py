@@ -1,69 +1,43 @@
-"""The `pair` command line: parse, call one `pair.api` function, print its document."""
+"""The `pair` command line: parse, call one `pair.api` function, print its document.
+
+Each command is a plain function here, registered in `COMMANDS`: pair/entry.py calls it directly
+for a plainly spelled command line (SPEC 7: no Typer at start-up), and `whole_app` builds the
+Typer app from the same functions for everything else. Nothing here imports typer at module
+level: the parameters' annotations are strings until `whole_app` evaluates them.
+"""
 
 from __future__ import annotations
 
+import functools
 import sys
-from typing import Annotated
-
-import typer
+from collections.abc import Callable
+from typing import Any
 
 from pair import __version__, api
 from pair.errors import UsageError
-from registry.cli_runner import add_version_option, run
 
-app = typer.Typer(
-    name="pair",
-    help="Run and supervise headless executor turns in one worktree.",
-    no_args_is_help=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
-add_version_option(app, __version__)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Annotated
 
-Repo = Annotated[
-    str, typer.Option("--repo", help="The worktree (default: current directory).", metavar="PATH")
-]
+    import typer
+
+    from pair.cli_options import Effort, Identity, IdleMin, Lead, Model, Repo, TotalMin
+
+# The option types pair/cli_options.py declares, which `whole_app` puts in this namespace.
+OPTION_TYPES = ("Repo", "Lead", "Identity", "Effort", "Model", "IdleMin", "TotalMin")
 PARTNERS = "One of claude|codex|cursor|opencode|grok|script."
-Lead = Annotated[
-    str | None,
-    typer.Option(
-        "--lead", help="Who drives the pair (default: detected, else lead).", metavar="LEAD"
-    ),
-]
-Identity = Annotated[
-    str | None,
-    typer.Option("--identity", help="The partner's login (default: default).", metavar="NAME"),
-]
-Effort = Annotated[
-    str | None,
-    typer.Option("--effort", help="Reasoning effort (the partner's levels).", metavar="EFFORT"),
-]
-Model = Annotated[
-    str | None,
-    typer.Option(
-        "--model", help="An id, an alias, CLI-default or latest:<family>.", metavar="MODEL"
-    ),
-]
-IdleMin = Annotated[
-    str | None,
-    typer.Option(
-        "--idle-min",
-        help="Kill the turn after this long without output"
-        " (default: 45 for a writable task, else 20).",
-        metavar="MINUTES",
-    ),
-]
-TotalMin = Annotated[
-    str | None,
-    typer.Option(
-        "--total-min",
-        help="Kill the turn after this long in all (default: 120 for a writable task, else 60).",
-        metavar="MINUTES",
-    ),
-]
+
+COMMANDS: dict[str, Callable[..., dict[str, object]]] = {}
 
 
-@app.command()
+def command(function: Callable[..., dict[str, object]]) -> Callable[..., dict[str, object]]:
+    """Register a `pair` command (its name is the function's)."""
+    COMMANDS[function.__name__] = function
+    return function
+
+
+@command
 def init(
     partner: Annotated[
         str, typer.Option("--partner", help="The partner's CLI. " + PARTNERS, metavar="PARTNER")
@@ -104,7 +78,7 @@ def init(
     )
 
 
-@app.command()
+@command
 def resolve(
     partner: Annotated[
         str, typer.Option("--partner", help="The partner's CLI. " + PARTNERS, metavar="PARTNER")
@@ -122,7 +96,7 @@ def resolve(
     return api.resolve_model(partner=partner, model=model, effort=effort, identity=identity)
 
 
-@app.command()
+@command
 def send(
     kind: Annotated[
         str,
@@ -168,7 +142,7 @@ def send(
     )
 
 
-@app.command()
+@command
 def wait(
     repo: Repo = ".",
     seq: Annotated[
@@ -186,13 +160,13 @@ def wait(
     return api.wait(repo, seq=seq, timeout_min=timeout_min)
 
 
-@app.command()
+@command
 def status(repo: Repo = ".") -> dict[str, object]:
     """Session fields, seq, the in-flight turn and the latest receipt."""
     return api.status(repo)
 
 
-@app.command()
+@command
 def cancel(
     repo: Repo = ".",
     seq: Annotated[
@@ -208,20 +182,57 @@ def cancel(
     return api.cancel(repo, seq=seq, reason=reason)
 
 
-@app.command()
+@command
 def clear(repo: Repo = ".") -> dict[str, object]:
     """Remove a dead turn's in-flight marker. Refused while any of its processes live."""
     return api.clear(repo)
 
 
-@app.command()
+@command
 def end(repo: Repo = ".") -> dict[str, object]:
     """End the session; its files move to ended/. Refused while a turn is in flight."""
     return api.end(repo)
 
 
+@functools.cache
+def whole_app() -> typer.Typer:
+    """The Typer app: for `--help`, completion, refusals, and any command line pair/entry.py
+    does not parse itself. The commands' annotations name typer and pair/cli_options.py's
+    option types; they are evaluated (in this module's namespace) only now."""
+    import typing
+
+    import typer
+
+    from pair import cli_options
+    from registry.cli_runner import HELP_OPTIONS, add_version_option
+
+    shared = {name: getattr(cli_options, name) for name in OPTION_TYPES}
+    globals().update({"typer": typer, "Annotated": typing.Annotated, **shared})
+    built = typer.Typer(
+        name="pair",
+        help="Run and supervise headless executor turns in one worktree.",
+        no_args_is_help=False,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+        context_settings=HELP_OPTIONS,
+    )
+    add_version_option(built, __version__)
+    for function in COMMANDS.values():
+        built.command()(function)
+    return built
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # `from pair.cli import app`: the Typer app, built on first use
+        return whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run(app, argv, "pair")
+    """The Typer path (pair/entry.py is the console entry)."""
+    from registry.cli_runner import run
+
+    return run(whole_app(), argv, "pair")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -25,6 +25,9 @@ import typer.main
 from registry.errors import EXIT_REFUSED, EXIT_USAGE, UsageError
 from registry.outcome import deliver, failure
 
+# `-h` is `--help` everywhere (SPEC 3.18): click hands a group's help names to its subcommands.
+HELP_OPTIONS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+
 
 def _option_takes_value(parameter: Any) -> bool:
     return not getattr(parameter, "is_flag", False) and not getattr(parameter, "count", False)
@@ -125,6 +128,7 @@ def _only(app: typer.Typer, name: str | None) -> typer.Typer:
                 add_completion=False,
                 rich_markup_mode=app.rich_markup_mode,
                 pretty_exceptions_enable=False,
+                context_settings=HELP_OPTIONS,
             )
             narrowed.info = app.info
             narrowed.registered_commands = [info]
@@ -133,6 +137,54 @@ def _only(app: typer.Typer, name: str | None) -> typer.Typer:
             narrowed.callback()(_group)
             return narrowed
     return app
+
+
+# The click parameter types `registry.plain_argv` parses itself; any other keeps a command on Typer.
+_PLAIN_KINDS = {"str": "value", "int": "int", "float": "float"}
+
+
+def command_spec(command: Any) -> dict[str, Any] | None:
+    """What `registry.plain_argv.parse` needs to fill `command`'s keyword arguments as Typer
+    would (stored by the help-page writers, checked against Typer by the tests), or None when
+    one of its parameters is beyond it (a count, a `--x/--no-x` pair, an environment variable,
+    an eager or validating callback, a choice, a path, several values)."""
+    options: dict[str, list[str]] = {}
+    arguments: list[str] = []
+    defaults: dict[str, Any] = {}
+    required: list[str] = []
+    for parameter in command.params:
+        kind = (
+            "flag"
+            if getattr(parameter, "is_flag", False)
+            else _PLAIN_KINDS.get(parameter.type.name)
+        )
+        plain = (
+            kind is not None
+            and parameter.nargs == 1
+            and not getattr(parameter, "count", False)
+            and not getattr(parameter, "secondary_opts", [])
+            and not parameter.envvar
+            and not parameter.is_eager
+            and parameter.callback is None
+        )
+        if kind is None or not plain or not parameter.name:
+            return None
+        if parameter.param_type_name == "argument":
+            if not parameter.required:
+                return None
+            arguments.append(parameter.name)
+            continue
+        if getattr(parameter, "multiple", False):
+            kind = "multiple"
+        for name in parameter.opts:
+            options[name] = [parameter.name, kind]
+        if parameter.required:
+            required.append(parameter.name)
+        elif kind == "multiple":  # click gives an absent repeatable option as no values
+            defaults[parameter.name] = list(parameter.default or [])
+        else:
+            defaults[parameter.name] = parameter.default
+    return {"options": options, "arguments": arguments, "defaults": defaults, "required": required}
 
 
 def run(app: typer.Typer, argv: Sequence[str] | None, prog_name: str) -> int:

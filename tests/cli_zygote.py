@@ -47,7 +47,7 @@ WARM = (
     "unitmgr.cli",
     "pair.cli",
 )
-ENTRY_POINTS = {"unit": ("unitmgr.entry", "main"), "pair": ("pair.cli", "main")}
+ENTRY_POINTS = {"unit": ("unitmgr.entry", "main"), "pair": ("pair.entry", "main")}
 MAX_REQUEST = 1 << 20
 
 

@@ -46,8 +46,19 @@ FAST = [
     ["list", "--format", "table"],
     ["list", "--format", "xml"],
 ]
-HANDED_OVER = [
+# Plain, but no fast read: the declared command's own body, still without Typer (SPEC 7 rev. 3).
+DECLARED = [
     ["status", "--all", "--unit", "u1"],
+    ["status"],
+    ["status", "--unit", "u1"],
+    ["status", "--unit", "nobody", "--format", "table"],
+    ["path", "u1"],
+    ["path", "nobody"],
+    ["shell-init", "fish"],
+    ["shell-init", "tcsh"],
+    ["list", "--prs", "--format", "xml"],
+]
+HANDED_OVER = [
     ["status", "--all", "--all"],
     ["status", "--all", "--help"],
     ["status", "--all", "--repo"],
@@ -55,7 +66,10 @@ HANDED_OVER = [
     ["status", "--all", "--format", "--repo", "x"],
     ["list", "--bogus"],
     ["list", "--prs=yes"],
-    ["status"],
+    ["status", "-h"],
+    ["path"],
+    ["path", "u1", "u2"],
+    ["status", "--unit", "u1", "--", "x"],
 ]
 
 
@@ -66,12 +80,14 @@ def _argv(template: list[str], repo: Path) -> list[str]:
 
 def test_the_entry_answers_exactly_as_the_typer_app(sandbox: Sandbox) -> None:
     write_record(sandbox, "u1")  # a unit whose worktree is missing: recovery and all
-    for template in FAST + HANDED_OVER:
+    for template in FAST + DECLARED + HANDED_OVER:
         argv = _argv(template, sandbox.repo)
         fast = _run("unitmgr.entry", argv, ROOT)
         assert fast[:2] == _run("unitmgr.cli", argv, ROOT)[:2], argv
         if template in FAST:
             assert not set(fast[2]) & set(HEAVY), f"{argv} loaded {fast[2]}"
+        elif template in DECLARED:
+            assert "typer" not in fast[2], f"{argv} loaded {fast[2]}"
         else:
             assert "typer" in fast[2], argv
 

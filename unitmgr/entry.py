@@ -8,8 +8,14 @@ document, exit code and errors. Anything else goes to the Typer app unchanged â€
 guesses: when in doubt it hands over. It must not import typer, rich, github or git, and an
 empty registry's answer imports neither `typing` nor `dataclasses` (tests/test_entry.py).
 
-`unit`, `unit --help`, `unit --version` and `unit <command> --help` print text stored in the
-package (unitmgr/help_pages.py, rendered by the Typer app itself) for the same reason.
+`unit`, `unit --help`, `unit --version` and `unit <command> --help` (or `-h`) print text stored
+in the package (unitmgr/help_pages.py, rendered by the Typer app itself) for the same reason.
+
+Every other command declared by its options (unitmgr/commands/common.py `Declared`) runs here
+too when its command line is spelled plainly: the stored spec of its Typer command (the same
+module) fills the keyword arguments Typer would (registry/plain_argv.py, which hands anything
+unusual back), and the command's own body runs with them â€” so every command starts without
+Typer (SPEC 7 revision 3), and Typer remains the one parser of help, completion and refusals.
 """
 
 from __future__ import annotations
@@ -92,6 +98,29 @@ def fast_call(arguments: Sequence[str]) -> Callable[[], Any] | None:
     return None
 
 
+def declared_call(arguments: Sequence[str]) -> Callable[[], Any] | None:
+    """A declared command's body with the arguments Typer would give it, when the command line
+    is plain (registry/plain_argv.py); None hands it to Typer."""
+    if not arguments or "_UNIT_COMPLETE" in os.environ:
+        return None
+    from registry import plain_argv
+    from unitmgr.cli import COMMANDS
+    from unitmgr.help_pages import SPECS
+
+    name = arguments[0]
+    spec = SPECS.get(name)
+    if name not in COMMANDS or spec is None:
+        return None
+    given = plain_argv.parse(arguments[1:], spec)
+    if given is None:
+        return None
+    module = __import__(f"unitmgr.commands.{COMMANDS[name]}", fromlist=["command"])
+    invoke = getattr(module.command, "invoke", None)  # a command with its own signature: Typer
+    if invoke is None:
+        return None
+    return lambda: invoke(**given)
+
+
 def stored_text(arguments: Sequence[str]) -> str | None:
     """The help page or version this command line asks for, when it is stored and exact."""
     if "_UNIT_COMPLETE" in os.environ:
@@ -100,7 +129,7 @@ def stored_text(arguments: Sequence[str]) -> str | None:
         from unitmgr import __version__
 
         return __version__ + "\n"
-    if len(arguments) > 2 or (arguments and arguments[-1] != "--help"):
+    if len(arguments) > 2 or (arguments and arguments[-1] not in ("--help", "-h")):
         return None
     from registry import terminal
     from unitmgr.help_pages import PAGES, WIDTH
@@ -116,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     if text is not None:
         sys.stdout.write(text)
         return 0
-    call = fast_call(arguments)
+    call = fast_call(arguments) or declared_call(arguments)
     if call is not None:
         import shlex
 

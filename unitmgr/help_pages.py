@@ -1,9 +1,9 @@
-"""The `unit --help` pages, as the Typer app renders them at WIDTH columns. GENERATED.
+"""The `unit --help` pages and command specs, from the Typer app. GENERATED.
 
-Written by `python -m unitmgr.help_text --write` (do not edit by hand); unitmgr/entry.py prints
-them without importing Typer, and tests/test_help.py fails when they are stale. Typer caps its
-help at 80 columns, so a page is exact on any terminal at least that wide; a narrower one gets
-Typer's own rendering.
+Written by `python -m unitmgr.help_text --write` (do not edit by hand); unitmgr/entry.py
+prints the pages and parses plain command lines by the specs (registry/plain_argv.py) without
+importing Typer, and the tests fail when they are stale. Typer caps its help at 80 columns, so a
+page is exact on any terminal at least that wide; a narrower one gets Typer's own rendering.
 """
 
 WIDTH = 80
@@ -20,27 +20,29 @@ PAGES: dict[str, str] = {
         "  --install-completion  Install completion for the current shell.\n"
         "  --show-completion     Show completion for the current shell, to copy it or\n"
         "                        customize the installation.\n"
-        "  --help                Show this message and exit.\n"
+        "  -h, --help            Show this message and exit.\n"
         "\n"
         "Commands:\n"
-        "  create     Create a unit (or resume an interrupted create).\n"
-        "  list       Every unit, with what is observed and how to recover it.\n"
-        "  status     One unit (--unit ID) or a summary of every unit (--all).\n"
-        "  dismantle  Take a unit apart: pair, worktree, branches, record.\n"
-        "  restaff    Swap a unit's executor in place.\n"
-        "  cancel     Stop the unit's in-flight turn.\n"
-        "  addendum   Append to a unit's task.\n"
-        "  scope      What a unit changed against its base.\n"
-        "  verify     Run the unit's --validation on its HEAD and record the result.\n"
-        "  wait       Block until a unit gets a receipt or changes lifecycle.\n"
-        "  intake     Free slots and the ready issues that may start.\n"
-        "  merge      Merge the unit's PR at --head when every gate passes.\n"
-        "  watch      A live view of every unit for a person.\n"
-        "  tail       A turn's transcript for a person.\n"
-        "  serve      A read-only web dashboard.\n"
-        "  config     The effective project settings.\n"
-        "  doctor     Audit what can make git run something.\n"
-        "  feedback   Send a unit its PR's failing CI and trusted review, once.\n"
+        "  create      Create a unit (or resume an interrupted create).\n"
+        "  list        Every unit, with what is observed and how to recover it.\n"
+        "  status      One unit (--unit ID) or a summary of every unit (--all).\n"
+        "  dismantle   Take a unit apart: pair, worktree, branches, record.\n"
+        "  restaff     Swap a unit's executor in place.\n"
+        "  cancel      Stop the unit's in-flight turn.\n"
+        "  addendum    Append to a unit's task.\n"
+        "  scope       What a unit changed against its base.\n"
+        "  verify      Run the unit's --validation on its HEAD and record the result.\n"
+        "  wait        Block until a unit gets a receipt or changes lifecycle.\n"
+        "  intake      Free slots and the ready issues that may start.\n"
+        "  merge       Merge the unit's PR at --head when every gate passes.\n"
+        "  watch       A live view of every unit for a person.\n"
+        "  tail        A turn's transcript for a person.\n"
+        "  serve       A read-only web dashboard.\n"
+        "  config      The effective project settings.\n"
+        "  doctor      Audit what can make git run something.\n"
+        "  feedback    Send a unit its PR's failing CI and trusted review, once.\n"
+        "  path        A unit's worktree path, and nothing else.\n"
+        '  shell-init  A `unit cd ID` shell function: eval "$(unit shell-init bash)".\n'
     ),
     "create": (
         "Usage: unit create [OPTIONS]\n"
@@ -90,7 +92,7 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
         "  --dry-run               Check and plan; change nothing.\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "list": (
         "Usage: unit list [OPTIONS]\n"
@@ -104,7 +106,7 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
         "  --format json|table     json (default) or table.  [default: json]\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "status": (
         "Usage: unit status [OPTIONS]\n"
@@ -119,7 +121,7 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
         "  --format json|table     json (default) or table.  [default: json]\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "dismantle": (
         "Usage: unit dismantle [OPTIONS]\n"
@@ -135,7 +137,7 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
         "  --dry-run               Check and plan; change nothing.\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "restaff": (
         "Usage: unit restaff [OPTIONS]\n"
@@ -159,7 +161,7 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
         "  --dry-run               Check and plan; change nothing.\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "cancel": (
         "Usage: unit cancel [OPTIONS]\n"
@@ -175,7 +177,7 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
         "  --dry-run               Check and plan; change nothing.\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "addendum": (
         "Usage: unit addendum [OPTIONS]\n"
@@ -193,7 +195,7 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
         "  --dry-run               Check and plan; change nothing.\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "scope": (
         "Usage: unit scope [OPTIONS]\n"
@@ -210,7 +212,7 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
         "  --dry-run               Check and plan; change nothing.\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "verify": (
         "Usage: unit verify [OPTIONS]\n"
@@ -227,7 +229,7 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
         "  --dry-run               Check and plan; change nothing.\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "wait": (
         "Usage: unit wait [OPTIONS]\n"
@@ -244,7 +246,7 @@ PAGES: dict[str, str] = {
         "                          [default: .]\n"
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "intake": (
         "Usage: unit intake [OPTIONS]\n"
@@ -264,7 +266,7 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
         "  --format json|table     json (default) or table.  [default: json]\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "merge": (
         "Usage: unit merge [OPTIONS]\n"
@@ -281,7 +283,7 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS        Seconds to wait for locks (0 = do not wait).\n"
         "                                [default: 30]\n"
         "  --dry-run                     Check and plan; change nothing.\n"
-        "  --help                        Show this message and exit.\n"
+        "  -h, --help                    Show this message and exit.\n"
     ),
     "watch": (
         "Usage: unit watch [OPTIONS]\n"
@@ -296,7 +298,7 @@ PAGES: dict[str, str] = {
         "                          [default: .]\n"
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "tail": (
         "Usage: unit tail [OPTIONS]\n"
@@ -314,7 +316,7 @@ PAGES: dict[str, str] = {
         "                          [default: .]\n"
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "serve": (
         "Usage: unit serve [OPTIONS]\n"
@@ -332,7 +334,7 @@ PAGES: dict[str, str] = {
         "                          [default: .]\n"
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
-        "  --help                  Show this message and exit.\n"
+        "  -h, --help              Show this message and exit.\n"
     ),
     "config": (
         "Usage: unit config [OPTIONS]\n"
@@ -348,7 +350,7 @@ PAGES: dict[str, str] = {
         "  --repo PATH          The repository (default: current directory).  [default:\n"
         "                       .]\n"
         "  --format json|table  json (default) or table.  [default: json]\n"
-        "  --help               Show this message and exit.\n"
+        "  -h, --help           Show this message and exit.\n"
     ),
     "doctor": (
         "Usage: unit doctor [OPTIONS]\n"
@@ -361,7 +363,7 @@ PAGES: dict[str, str] = {
         "  --trust      Accept the current git config, hooks and attributes as the\n"
         "               trusted baseline.\n"
         "  --repo PATH  The repository (default: current directory).  [default: .]\n"
-        "  --help       Show this message and exit.\n"
+        "  -h, --help   Show this message and exit.\n"
     ),
     "feedback": (
         "Usage: unit feedback [OPTIONS]\n"
@@ -383,6 +385,293 @@ PAGES: dict[str, str] = {
         "  --lock-timeout SECONDS      Seconds to wait for locks (0 = do not wait).\n"
         "                              [default: 30]\n"
         "  --dry-run                   Check and plan; change nothing.\n"
-        "  --help                      Show this message and exit.\n"
+        "  -h, --help                  Show this message and exit.\n"
+    ),
+    "path": (
+        "Usage: unit path [OPTIONS] {ID}\n"
+        "\n"
+        '  A unit\'s worktree path, and nothing else. For cd "$(unit path ID)".\n'
+        "\n"
+        "Arguments:\n"
+        "  ID  The unit id.  [required]\n"
+        "\n"
+        "Options:\n"
+        "  --repo PATH             The repository (default: current directory).\n"
+        "                          [default: .]\n"
+        "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
+        "                          [default: 30]\n"
+        "  -h, --help              Show this message and exit.\n"
+    ),
+    "shell-init": (
+        "Usage: unit shell-init [OPTIONS] {SHELL}\n"
+        "\n"
+        '  A `unit cd ID` shell function: eval "$(unit shell-init bash)".\n'
+        "\n"
+        "Arguments:\n"
+        "  SHELL  bash, zsh or fish.  [required]\n"
+        "\n"
+        "Options:\n"
+        "  --repo PATH  The repository (default: current directory).  [default: .]\n"
+        "  -h, --help   Show this message and exit.\n"
     ),
 }
+
+# fmt: off
+SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit', 'value'],
+                        '--worktree': ['worktree', 'value'],
+                        '--branch': ['branch', 'value'],
+                        '--base': ['base', 'value'],
+                        '--scope': ['scope', 'value'],
+                        '--validation': ['validation', 'value'],
+                        '--lead': ['lead', 'value'],
+                        '--partner': ['partner', 'value'],
+                        '--reason': ['reason', 'value'],
+                        '--task-file': ['task_file', 'value'],
+                        '--paths': ['paths', 'multiple'],
+                        '--model': ['model', 'value'],
+                        '--effort': ['effort', 'value'],
+                        '--identity': ['identity', 'value'],
+                        '--issue': ['issue', 'value'],
+                        '--setup': ['setup', 'value'],
+                        '--ports': ['ports', 'value'],
+                        '--max-active': ['max_active', 'value'],
+                        '--max-held': ['max_held', 'value'],
+                        '--allow-overlap': ['allow_overlap', 'flag'],
+                        '--repo': ['repo', 'value'],
+                        '--lock-timeout': ['lock_timeout', 'value'],
+                        '--dry-run': ['dry_run', 'flag']},
+            'arguments': [],
+            'defaults': {'worktree': None,
+                         'branch': None,
+                         'base': None,
+                         'scope': None,
+                         'validation': None,
+                         'lead': None,
+                         'partner': None,
+                         'reason': None,
+                         'task_file': None,
+                         'paths': [],
+                         'model': None,
+                         'effort': None,
+                         'identity': None,
+                         'issue': None,
+                         'setup': None,
+                         'ports': None,
+                         'max_active': None,
+                         'max_held': None,
+                         'allow_overlap': False,
+                         'repo': '.',
+                         'lock_timeout': '30',
+                         'dry_run': False},
+            'required': ['unit']},
+ 'list': {'options': {'--prs': ['prs', 'flag'],
+                      '--repo': ['repo', 'value'],
+                      '--lock-timeout': ['lock_timeout', 'value'],
+                      '--format': ['output_format', 'value']},
+          'arguments': [],
+          'defaults': {'prs': False, 'repo': '.', 'lock_timeout': '30', 'output_format': 'json'},
+          'required': []},
+ 'status': {'options': {'--unit': ['unit', 'value'],
+                        '--all': ['all_units', 'flag'],
+                        '--repo': ['repo', 'value'],
+                        '--lock-timeout': ['lock_timeout', 'value'],
+                        '--format': ['output_format', 'value']},
+            'arguments': [],
+            'defaults': {'unit': None,
+                         'all_units': False,
+                         'repo': '.',
+                         'lock_timeout': '30',
+                         'output_format': 'json'},
+            'required': []},
+ 'dismantle': {'options': {'--unit': ['unit', 'value'],
+                           '--force': ['force', 'value'],
+                           '--repo': ['repo', 'value'],
+                           '--lock-timeout': ['lock_timeout', 'value'],
+                           '--dry-run': ['dry_run', 'flag']},
+               'arguments': [],
+               'defaults': {'force': None, 'repo': '.', 'lock_timeout': '30', 'dry_run': False},
+               'required': ['unit']},
+ 'restaff': {'options': {'--unit': ['unit', 'value'],
+                         '--lead': ['lead', 'value'],
+                         '--partner': ['partner', 'value'],
+                         '--reason': ['reason', 'value'],
+                         '--model': ['model', 'value'],
+                         '--effort': ['effort', 'value'],
+                         '--identity': ['identity', 'value'],
+                         '--repo': ['repo', 'value'],
+                         '--lock-timeout': ['lock_timeout', 'value'],
+                         '--dry-run': ['dry_run', 'flag']},
+             'arguments': [],
+             'defaults': {'lead': None,
+                          'partner': None,
+                          'reason': None,
+                          'model': None,
+                          'effort': None,
+                          'identity': None,
+                          'repo': '.',
+                          'lock_timeout': '30',
+                          'dry_run': False},
+             'required': ['unit']},
+ 'cancel': {'options': {'--unit': ['unit', 'value'],
+                        '--reason': ['reason', 'value'],
+                        '--repo': ['repo', 'value'],
+                        '--lock-timeout': ['lock_timeout', 'value'],
+                        '--dry-run': ['dry_run', 'flag']},
+            'arguments': [],
+            'defaults': {'reason': None, 'repo': '.', 'lock_timeout': '30', 'dry_run': False},
+            'required': ['unit']},
+ 'addendum': {'options': {'--unit': ['unit', 'value'],
+                          '--text': ['text', 'value'],
+                          '--file': ['file', 'value'],
+                          '--queue': ['queue', 'flag'],
+                          '--restore-manifest': ['restore_manifest', 'flag'],
+                          '--repo': ['repo', 'value'],
+                          '--lock-timeout': ['lock_timeout', 'value'],
+                          '--dry-run': ['dry_run', 'flag']},
+              'arguments': [],
+              'defaults': {'text': None,
+                           'file': None,
+                           'queue': False,
+                           'restore_manifest': False,
+                           'repo': '.',
+                           'lock_timeout': '30',
+                           'dry_run': False},
+              'required': ['unit']},
+ 'scope': {'options': {'--unit': ['unit', 'value'],
+                       '--approve': ['approve', 'flag'],
+                       '--allow-outside': ['allow_outside', 'flag'],
+                       '--repo': ['repo', 'value'],
+                       '--lock-timeout': ['lock_timeout', 'value'],
+                       '--dry-run': ['dry_run', 'flag']},
+           'arguments': [],
+           'defaults': {'approve': False,
+                        'allow_outside': False,
+                        'repo': '.',
+                        'lock_timeout': '30',
+                        'dry_run': False},
+           'required': ['unit']},
+ 'verify': {'options': {'--unit': ['unit', 'value'],
+                        '--validation': ['validation', 'value'],
+                        '--repo': ['repo', 'value'],
+                        '--lock-timeout': ['lock_timeout', 'value'],
+                        '--dry-run': ['dry_run', 'flag']},
+            'arguments': [],
+            'defaults': {'validation': None, 'repo': '.', 'lock_timeout': '30', 'dry_run': False},
+            'required': ['unit']},
+ 'wait': {'options': {'--unit': ['units', 'multiple'],
+                      '--since': ['since', 'value'],
+                      '--timeout-min': ['timeout_min', 'value'],
+                      '--repo': ['repo', 'value'],
+                      '--lock-timeout': ['lock_timeout', 'value']},
+          'arguments': [],
+          'defaults': {'units': [],
+                       'since': None,
+                       'timeout_min': '30',
+                       'repo': '.',
+                       'lock_timeout': '30'},
+          'required': []},
+ 'intake': {'options': {'--label': ['label', 'value'],
+                        '--milestone': ['milestone', 'value'],
+                        '--max-active': ['max_active', 'value'],
+                        '--max-held': ['max_held', 'value'],
+                        '--limit': ['limit', 'value'],
+                        '--repo': ['repo', 'value'],
+                        '--lock-timeout': ['lock_timeout', 'value'],
+                        '--format': ['output_format', 'value']},
+            'arguments': [],
+            'defaults': {'label': None,
+                         'milestone': None,
+                         'max_active': None,
+                         'max_held': None,
+                         'limit': '30',
+                         'repo': '.',
+                         'lock_timeout': '30',
+                         'output_format': 'json'},
+            'required': []},
+ 'merge': {'options': {'--unit': ['unit', 'value'],
+                       '--head': ['head', 'value'],
+                       '--method': ['method', 'value'],
+                       '--repo': ['repo', 'value'],
+                       '--lock-timeout': ['lock_timeout', 'value'],
+                       '--dry-run': ['dry_run', 'flag']},
+           'arguments': [],
+           'defaults': {'head': None,
+                        'method': 'merge',
+                        'repo': '.',
+                        'lock_timeout': '30',
+                        'dry_run': False},
+           'required': ['unit']},
+ 'watch': {'options': {'--interval': ['interval', 'float'],
+                       '--once': ['once', 'flag'],
+                       '--repo': ['repo', 'value'],
+                       '--lock-timeout': ['lock_timeout', 'value']},
+           'arguments': [],
+           'defaults': {'interval': 3.0, 'once': False, 'repo': '.', 'lock_timeout': '30'},
+           'required': []},
+ 'tail': {'options': {'--unit': ['unit', 'value'],
+                      '--seq': ['seq', 'value'],
+                      '--follow': ['follow', 'flag'],
+                      '--raw': ['raw', 'flag'],
+                      '--repo': ['repo', 'value'],
+                      '--lock-timeout': ['lock_timeout', 'value']},
+          'arguments': [],
+          'defaults': {'seq': None,
+                       'follow': False,
+                       'raw': False,
+                       'repo': '.',
+                       'lock_timeout': '30'},
+          'required': ['unit']},
+ 'serve': {'options': {'--host': ['host', 'value'],
+                       '--port': ['port', 'int'],
+                       '--prs': ['prs', 'flag'],
+                       '--repo': ['repo', 'value'],
+                       '--lock-timeout': ['lock_timeout', 'value']},
+           'arguments': [],
+           'defaults': {'host': '127.0.0.1',
+                        'port': 8787,
+                        'prs': False,
+                        'repo': '.',
+                        'lock_timeout': '30'},
+           'required': []},
+ 'config': {'options': {'--approve': ['approve', 'flag'],
+                        '--dry-run': ['dry_run', 'flag'],
+                        '--repo': ['repo', 'value'],
+                        '--format': ['output_format', 'value']},
+            'arguments': [],
+            'defaults': {'approve': False, 'dry_run': False, 'repo': '.', 'output_format': 'json'},
+            'required': []},
+ 'doctor': {'options': {'--trust': ['trust', 'flag'], '--repo': ['repo', 'value']},
+            'arguments': [],
+            'defaults': {'trust': False, 'repo': '.'},
+            'required': []},
+ 'feedback': {'options': {'--unit': ['unit', 'value'],
+                          '--all': ['all', 'flag'],
+                          '--send': ['send', 'flag'],
+                          '--queue': ['queue', 'flag'],
+                          '--auto': ['auto', 'flag'],
+                          '--only': ['only', 'value'],
+                          '--max-bytes': ['max_bytes', 'value'],
+                          '--repo': ['repo', 'value'],
+                          '--lock-timeout': ['lock_timeout', 'value'],
+                          '--dry-run': ['dry_run', 'flag']},
+              'arguments': [],
+              'defaults': {'unit': None,
+                           'all': False,
+                           'send': False,
+                           'queue': False,
+                           'auto': False,
+                           'only': None,
+                           'max_bytes': '16384',
+                           'repo': '.',
+                           'lock_timeout': '30',
+                           'dry_run': False},
+              'required': []},
+ 'path': {'options': {'--repo': ['repo', 'value'], '--lock-timeout': ['lock_timeout', 'value']},
+          'arguments': ['unit'],
+          'defaults': {'repo': '.', 'lock_timeout': '30'},
+          'required': []},
+ 'shell-init': {'options': {'--repo': ['repo', 'value']},
+                'arguments': ['shell'],
+                'defaults': {'repo': '.'},
+                'required': []}}
+# fmt: on

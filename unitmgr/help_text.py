@@ -1,103 +1,51 @@
-"""Render the `unit` help pages from the Typer app, and store them in unitmgr/help_pages.py.
+"""Render the `unit` help pages and command specs from the Typer app, and store them in
+unitmgr/help_pages.py (registry/stored_cli.py says why and how).
 
-`unit --help` must start within 5x a bare Python (SPEC 7), and importing Typer alone costs more
-than that, so unitmgr/entry.py prints stored pages instead. They are rendered here, by the Typer
-app itself, at `WIDTH` columns: `python -m unitmgr.help_text --write` rewrites the stored module,
-and tests/test_help.py fails when a stored page differs from what Typer renders now, so a changed
-option cannot leave a stale page. This module is never imported at start-up; only the writer and
-the tests use it.
+`python -m unitmgr.help_text --write` rewrites the stored module; tests/test_help.py fails when a
+stored page or spec differs from what Typer gives now. Never imported at start-up.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from unitmgr.help_pages import WIDTH
+from registry import stored_cli
 
 STORED = Path(__file__).with_name("help_pages.py")
 
-HEADER = '''"""The `unit --help` pages, as the Typer app renders them at WIDTH columns. GENERATED.
 
-Written by `python -m unitmgr.help_text --write` (do not edit by hand); unitmgr/entry.py prints
-them without importing Typer, and tests/test_help.py fails when they are stale. Typer caps its
-help at 80 columns, so a page is exact on any terminal at least that wide; a narrower one gets
-Typer's own rendering.
-"""
+def _main(arguments: list[str]) -> int:
+    from unitmgr.cli import main
 
-WIDTH = {width}
-
-PAGES: dict[str, str] = {pages}
-'''
-
-
-@contextlib.contextmanager
-def _columns(width: int) -> Iterator[None]:
-    """The terminal width Typer's formatter sees (it reads COLUMNS first)."""
-    before = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = str(width)
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["COLUMNS"]
-        else:
-            os.environ["COLUMNS"] = before
+    return main(arguments)
 
 
 def command_names() -> list[str]:
-    """Every `unit` subcommand, in the order `unit --help` lists them (read from that page, so
-    only `unitmgr.cli.main` is assumed, however the app is assembled)."""
-    listing = render(["--help"]).split("\nCommands:\n", 1)[1]
-    names = [line for line in listing.splitlines() if line.startswith("  ") and line[2] != " "]
-    return [line.split()[0] for line in names]
+    return stored_cli.command_names(_main)
 
 
 def render(arguments: list[str]) -> str:
-    """What `unit <arguments>` prints, through the Typer app, at WIDTH columns."""
-    from unitmgr.cli import main
-
-    buffer = io.StringIO()
-    with _columns(WIDTH), contextlib.redirect_stdout(buffer):
-        code = main(arguments)
-    if code != 0:
-        raise RuntimeError(f"unit {' '.join(arguments)} exited {code}: {buffer.getvalue()}")
-    return buffer.getvalue()
+    return stored_cli.render(_main, arguments)
 
 
 def render_pages() -> dict[str, str]:
-    """Every stored page: "" is `unit --help`, a command name is `unit <name> --help`."""
-    return {"": render(["--help"])} | {name: render([name, "--help"]) for name in command_names()}
+    return stored_cli.render_pages(_main)
 
 
-def source(pages: dict[str, str]) -> str:
-    """The stored module: each page one string literal per line, so a diff shows what changed
-    and the file is as `ruff format` writes it."""
-    import json
+def render_specs() -> dict[str, dict[str, Any]]:
+    from unitmgr.cli import whole_app
 
-    entries = []
-    for name, text in pages.items():
-        lines = "".join(f"        {json.dumps(line)}\n" for line in text.splitlines(keepends=True))
-        entries.append(f"    {json.dumps(name)}: (\n{lines}    ),\n")
-    return HEADER.format(width=WIDTH, pages="{\n" + "".join(entries) + "}")
+    return stored_cli.render_specs(whole_app())
+
+
+def source(pages: dict[str, str], specs: dict[str, dict[str, Any]] | None = None) -> str:
+    return stored_cli.source("unit", "unitmgr", pages, render_specs() if specs is None else specs)
 
 
 def main(argv: list[str]) -> int:
-    text = source(render_pages())
-    if argv == ["--write"]:
-        STORED.write_text(text, encoding="utf-8")
-        return 0
-    if argv == ["--check"]:
-        stale = STORED.read_text(encoding="utf-8") != text
-        if stale:
-            sys.stderr.write("stale: run python -m unitmgr.help_text --write\n")
-        return 1 if stale else 0
-    sys.stderr.write("usage: python -m unitmgr.help_text --write | --check\n")
-    return 2
+    return stored_cli.write_or_check(STORED, source(render_pages()), argv, "unitmgr")
 
 
 if __name__ == "__main__":  # pragma: no cover

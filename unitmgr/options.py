@@ -262,3 +262,57 @@ class FeedbackOptions:
     max_bytes: str = option("--max-bytes", "The addendum's bound in bytes.", "16384", "N")
     lock_timeout: str = _lock_timeout()
     dry_run: bool = _dry_run()
+
+
+# -- the read commands that once declared their own Typer signature (now declared here, so
+# unitmgr/entry.py runs them without Typer, SPEC 7) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatusOptions:
+    unit: str | None = option("--unit", "One unit, read and brought up to date.", metavar="ID")
+    all_units: bool = option("--all", "Every unit, lock-free, offline.", False)
+    lock_timeout: str = _lock_timeout()
+
+
+@dataclass(frozen=True)
+class ListOptions:
+    prs: bool = option("--prs", "Also read each branch's PRs.", False)
+    lock_timeout: str = _lock_timeout()
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    interval: float = option("--interval", "Seconds between redraws.", 3.0, "SECONDS")
+    once: bool = option("--once", "Draw one frame and exit.", False)
+    lock_timeout: str = _lock_timeout()
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    host: str = option(
+        "--host", "Address to listen on; off loopback it needs UNITMGR_SERVE_TOKEN.", "127.0.0.1",
+        "HOST",
+    )  # fmt: skip
+    port: int = option("--port", "Port to listen on (0: any free port).", 8787, "PORT")
+    prs: bool = option("--prs", "Also show each branch's PRs (read from GitHub).", False)
+    lock_timeout: str = _lock_timeout()
+
+
+# -- getting around (SPEC 3.18) ----------------------------------------------------------------
+
+
+def argument(help: str, metavar: str) -> Any:
+    """A field that is a required positional argument (`unit path ID`)."""
+    return field(metadata={"flag": None, "help": help, "metavar": metavar, "argument": True})
+
+
+@dataclass(frozen=True)
+class PathOptions:
+    unit: str = argument("The unit id.", "ID")
+    lock_timeout: str = _lock_timeout()
+
+
+@dataclass(frozen=True)
+class ShellInitOptions:
+    shell: str = argument("bash, zsh or fish.", "SHELL")

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
-from unitmgr.commands.common import Format, LockTimeout, Repo, Result
+from unitmgr.commands.common import Result, declare
+from unitmgr.options import ListOptions
 
 
-def command(
-    prs: Annotated[bool, typer.Option("--prs", help="Also read each branch's PRs.")] = False,
-    repo: Repo = ".",
-    lock_timeout: LockTimeout = "30",
-    output_format: Format = "json",
-) -> Result:
-    """Every unit, with what is observed and how to recover it."""
+def _list(repo: str, options: ListOptions, *, output_format: str) -> Result:
     from unitmgr import quick_reads
 
     return quick_reads.list_units(
-        prs=prs, repo=repo, lock_timeout=lock_timeout, format_name=output_format
+        prs=options.prs, repo=repo, lock_timeout=options.lock_timeout, format_name=output_format
     )
+
+
+command = declare(
+    ListOptions,
+    _list,
+    help_text="Every unit, with what is observed and how to recover it.",
+    formats=True,
+)

@@ -3,39 +3,32 @@ it found out of date — through the lifecycle, since that may send a queued not
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
 from registry.errors import UsageError
-from unitmgr.commands.common import Format, LockTimeout, Repo, Result, rendered
+from unitmgr.commands.common import Result, declare, rendered
+from unitmgr.options import StatusOptions
 
 
-def command(
-    unit: Annotated[
-        str | None,
-        typer.Option("--unit", help="One unit, read and brought up to date.", metavar="ID"),
-    ] = None,
-    all_units: Annotated[
-        bool, typer.Option("--all", help="Every unit, lock-free, offline.")
-    ] = False,
-    repo: Repo = ".",
-    lock_timeout: LockTimeout = "30",
-    output_format: Format = "json",
-) -> Result:
-    """One unit (--unit ID) or a summary of every unit (--all)."""
+def _status(repo: str, options: StatusOptions, *, output_format: str) -> Result:
     from unitmgr import quick_reads
 
+    unit, all_units = options.unit, options.all_units
     if all_units and not unit:
         return quick_reads.status_all(
-            repo=repo, lock_timeout=lock_timeout, format_name=output_format
+            repo=repo, lock_timeout=options.lock_timeout, format_name=output_format
         )
-    quick_reads.lock_free(lock_timeout)
-    fmt = quick_reads.output_format(output_format)
+    quick_reads.lock_free(options.lock_timeout)
     if bool(unit) == all_units:
         raise UsageError("usage", "status needs exactly one of --unit ID or --all")
     assert unit is not None
     from unitmgr.lifecycle.status_write_back import status_unit
     from unitmgr.views import table
 
-    return rendered(status_unit(repo, unit), fmt, table.status_unit)
+    return rendered(status_unit(repo, unit), output_format, table.status_unit)
+
+
+command = declare(
+    StatusOptions,
+    _status,
+    help_text="One unit (--unit ID) or a summary of every unit (--all).",
+    formats=True,
+)

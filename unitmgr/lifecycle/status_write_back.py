@@ -12,8 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from registry.errors import ToolError
-from unitmgr.lifecycle.addendum import notify
-from unitmgr.lifecycle.journal import Journal
 from unitmgr.views.status import UnitStatus, read_unit, reconcile
 
 
@@ -40,7 +38,11 @@ def _write_back(status: UnitStatus) -> tuple[str | None, int | None]:
             setattr(fresh.pair, key, value)
         write_back = "written"
         if notice_due and fresh.pending_notice:
-            # A queued addendum notice goes out now that no turn is in flight.
+            # A queued addendum notice goes out now that no turn is in flight. (Imported only
+            # now: the addendum's turn machinery would double every status's start-up, SPEC 7.)
+            from unitmgr.lifecycle.addendum import notify
+            from unitmgr.lifecycle.journal import Journal
+
             journal = Journal(workspace.registry, fresh, "addendum")
             try:
                 _, seq = notify(fresh, journal)

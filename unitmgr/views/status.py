@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from registry.errors import StateError
 from registry.records import UnitRecord
 from unitmgr import config, git, validation
-from unitmgr.forge_github import open_forge
 from unitmgr.views import attention
 from unitmgr.views.observe import busy_holder, describe, recovery, worktree_rows
 from unitmgr.workspace import Workspace, realpath
@@ -114,6 +113,8 @@ def read_unit(repo: str, unit: str) -> UnitStatus:
     record = workspace.read_record(unit_id)
     if record is None:
         raise StateError("no-such-unit", f"unit {unit_id} is not recorded")
+    from unitmgr.forge_github import open_forge  # a unit to describe: only now (SPEC 7)
+
     rows = worktree_rows(workspace)
     forge = open_forge(workspace)
     status = UnitStatus(workspace, record, rows, forge, describe(record, rows, forge))
