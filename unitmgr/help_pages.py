@@ -41,6 +41,8 @@ PAGES: dict[str, str] = {
         "  config     The effective project settings.\n"
         "  doctor     Audit what can make git run something.\n"
         "  feedback   Send a unit its PR's failing CI and trusted review, once.\n"
+        "  prune      Remove the archives dismantle and rollback left, never one...\n"
+        "  log        The event log: every step, verification, cancel and prune,...\n"
     ),
     "create": (
         "Usage: unit create [OPTIONS]\n"
@@ -384,5 +386,39 @@ PAGES: dict[str, str] = {
         "                              [default: 30]\n"
         "  --dry-run                   Check and plan; change nothing.\n"
         "  --help                      Show this message and exit.\n"
+    ),
+    "prune": (
+        "Usage: unit prune [OPTIONS]\n"
+        "\n"
+        "  Remove the archives dismantle and rollback left, never one of a unit still\n"
+        "  recorded.\n"
+        "\n"
+        "Options:\n"
+        "  --older-than DURATION   Remove archives older than this: a number and s, m,\n"
+        "                          h, d or w.  [default: 30d]\n"
+        "  --dry-run               List what would go; remove nothing.\n"
+        "  --repo PATH             The repository (default: current directory).\n"
+        "                          [default: .]\n"
+        "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
+        "                          [default: 30]\n"
+        "  --help                  Show this message and exit.\n"
+    ),
+    "log": (
+        "Usage: unit log [OPTIONS]\n"
+        "\n"
+        "  The event log: every step, verification, cancel and prune, one line each for\n"
+        "  a person.\n"
+        "\n"
+        "Options:\n"
+        "  --unit ID               Only this unit's events.\n"
+        "  --since ISO             Only events at or after this time.\n"
+        "  --follow                Keep printing new events (one per line) until\n"
+        "                          Ctrl-C.\n"
+        "  --format json|table     json (default) or table.  [default: json]\n"
+        "  --repo PATH             The repository (default: current directory).\n"
+        "                          [default: .]\n"
+        "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
+        "                          [default: 30]\n"
+        "  --help                  Show this message and exit.\n"
     ),
 }
