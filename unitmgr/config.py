@@ -24,8 +24,8 @@ reach attributes), and the path it yields still goes through every worktree chec
 stays cheap for the commands on the start-up path: with no config file it costs two `stat`s,
 and `tomllib` is imported only when a file exists.
 
-Over 400 lines on purpose: every key of both files is validated here, in one place, so a read
-and a write judge a file alike (SPEC 3.16).
+Over ~400 lines because every key's check lives beside the loader that applies it, and the
+strict load (a write) and the lenient one (a read) must share that one path to never drift.
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ PAGES: dict[str, str] = {
         "  config     The effective project settings.\n"
         "  doctor     Audit what can make git run something.\n"
         "  feedback   Send a unit its PR's failing CI and trusted review, once.\n"
-        "  prune      Remove the archives dismantle and rollback left, never one...\n"
-        "  log        The event log: every step, verification, cancel and prune,...\n"
+        "  prune      Remove old archives, never a recorded unit's.\n"
+        "  log        The event log, one line per event; --follow for new ones.\n"
     ),
     "create": (
         "Usage: unit create [OPTIONS]\n"
@@ -390,8 +390,7 @@ PAGES: dict[str, str] = {
     "prune": (
         "Usage: unit prune [OPTIONS]\n"
         "\n"
-        "  Remove the archives dismantle and rollback left, never one of a unit still\n"
-        "  recorded.\n"
+        "  Remove old archives, never a recorded unit's.\n"
         "\n"
         "Options:\n"
         "  --older-than DURATION   Remove archives older than this: a number and s, m,\n"
@@ -406,8 +405,7 @@ PAGES: dict[str, str] = {
     "log": (
         "Usage: unit log [OPTIONS]\n"
         "\n"
-        "  The event log: every step, verification, cancel and prune, one line each for\n"
-        "  a person.\n"
+        "  The event log, one line per event; --follow for new ones.\n"
         "\n"
         "Options:\n"
         "  --unit ID               Only this unit's events.\n"

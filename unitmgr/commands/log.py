@@ -26,7 +26,7 @@ def command(
     repo: Repo = ".",
     lock_timeout: LockTimeout = "30",
 ) -> dict[str, Any] | Rendered:
-    """The event log: every step, verification, cancel and prune, one line each for a person."""
+    """The event log, one line per event; --follow for new ones."""
     from unitmgr import quick_reads
     from unitmgr.views import event_log
 

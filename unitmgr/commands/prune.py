@@ -24,7 +24,7 @@ def command(
     repo: Repo = ".",
     lock_timeout: LockTimeout = "30",
 ) -> dict[str, Any]:
-    """Remove the archives dismantle and rollback left, never one of a unit still recorded."""
+    """Remove old archives, never a recorded unit's."""
     from unitmgr.lifecycle import prune
 
     return prune.run(repo, older_than=older_than, dry_run=dry_run, lock_timeout=lock_timeout)

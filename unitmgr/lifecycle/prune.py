@@ -29,6 +29,7 @@ from typing import Any
 from registry.errors import UsageError
 from registry.timeutil import ago
 from unitmgr import validation
+from unitmgr.config import load_config
 from unitmgr.workspace import Workspace
 
 DEFAULT_OLDER_THAN = "30d"
@@ -64,6 +65,9 @@ def run(repo: str, *, older_than: str, dry_run: bool, lock_timeout: str) -> dict
     seconds = duration_seconds(older_than)
     deadline_seconds = validation.lock_timeout(lock_timeout)
     workspace = Workspace.open(repo)
+    # It uses no key, yet changes something: a bad config is refused as for every such command
+    # (SPEC 3.16), --dry-run included, since it refuses exactly as the real command would.
+    load_config(workspace.toplevel, workspace.common_git_dir)
     registry = workspace.registry
     if dry_run:
         document = _prune(workspace, seconds, remove=False)
