@@ -4,8 +4,9 @@
 receipt is renamed into place, instead of at the next tick. It only shortens a sleep: the
 caller's stat pass stays the source of truth, so where inotify is missing (another OS, no libc
 symbol, the watch limit reached) `DirectoryWatch.sleep` is a plain `time.sleep` and nothing else
-changes. It watches entry changes only (create, rename, delete), never file contents, so a turn
-whose transcript grows does not wake a waiter. It knows nothing of units, pairs or git.
+changes. By default it watches entry changes only (create, rename, delete), never file contents,
+so a turn whose transcript grows does not wake a waiter; `contents=True` adds writes. It knows
+nothing of units, pairs or git.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-IN_CREATE, IN_DELETE, IN_MOVED_FROM, IN_MOVED_TO = 0x100, 0x200, 0x40, 0x80
+IN_MODIFY, IN_CREATE, IN_DELETE, IN_MOVED_FROM, IN_MOVED_TO = 0x2, 0x100, 0x200, 0x40, 0x80
 IN_NONBLOCK, IN_CLOEXEC = 0o4000, 0o2000000
 _MASK = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO
 
@@ -38,9 +39,10 @@ def _libc() -> ctypes.CDLL | None:
 
 class DirectoryWatch:
     """An inotify instance over some directories (those that exist); `sleep` returns early when
-    an entry in one of them changes."""
+    an entry in one of them changes — or, with `contents`, when a file in one is written to
+    (`unit log --follow` wakes on an append to `events.jsonl`)."""
 
-    def __init__(self, directories: Iterable[Path]) -> None:
+    def __init__(self, directories: Iterable[Path], *, contents: bool = False) -> None:
         self.fd = -1
         libc = _libc()
         if libc is None:
@@ -50,7 +52,8 @@ class DirectoryWatch:
             return
         watched = 0
         for directory in directories:
-            if libc.inotify_add_watch(fd, os.fsencode(directory), _MASK) >= 0:
+            mask = _MASK | (IN_MODIFY if contents else 0)
+            if libc.inotify_add_watch(fd, os.fsencode(directory), mask) >= 0:
                 watched += 1
         if watched:
             self.fd = fd

@@ -141,6 +141,7 @@ case("invalid-interval")(lambda e: e.unit("watch", "--interval", "0"))
 case("serve-token-required")(lambda e: e.unit("serve", "--host", "0.0.0.0"))
 case("invalid-port")(lambda e: e.unit("serve", "--port", "65536"))
 case("invalid-since")(lambda e: e.unit("wait", "--since", "yesterday"))
+case("invalid-duration")(lambda e: e.unit("prune", "--older-than", "soon"))
 case("invalid-head")(lambda e: e.unit("merge", "--unit", "u1", "--head", "abc1234"))
 case("invalid-method")(lambda e: e.unit("merge", "--unit", "u1", "--head", SHA, "--method", "x"))
 case("unknown-role")(

@@ -4,7 +4,10 @@ team's, committed) and `$XDG_CONFIG_HOME/unitmgr/repos/<repository id>.toml` (th
 `load_config` reads both, validates every key and type, and merges them: the local file wins
 over the repository file, which wins over the built-in defaults (a command-line flag, applied by
 the command, wins over all three). An unknown key, a wrong type or an unreadable file is exit 2
-`config-invalid` naming the file, the key and what was expected.
+`config-invalid` naming the file, the key and what was expected — for a command that changes
+something. A read (`list`, `status`, `watch`, `wait`, `tail`, `serve`, `log`) loads through
+`load_for_reading` / `for_reads` instead: it keeps every valid key and reports the first
+problem as a `config_warning`, so a typo in the committed file never blinds the lead.
 
 Where the files are is a defence (SPEC 8, references/threat-model.md "Config files"): nothing
 is read from where an executor can write. The machine's file is outside the git common dir
@@ -21,8 +24,8 @@ reach attributes), and the path it yields still goes through every worktree chec
 stays cheap for the commands on the start-up path: with no config file it costs two `stat`s,
 and `tomllib` is imported only when a file exists.
 
-Over 400 lines on purpose: every key of both files is validated here, in one place, so a read
-and a write judge a file alike (SPEC 3.16).
+Over ~400 lines because every key's check lives beside the loader that applies it, and the
+strict load (a write) and the lenient one (a read) must share that one path to never drift.
 """
 
 from __future__ import annotations
@@ -201,15 +204,28 @@ class ProjectConfig:
 def stuck_seconds(workspace: Workspace | RepositoryPaths | None = None) -> float:
     """The stuck threshold in seconds: `UNITMGR_STUCK_MINUTES` when it is set to a positive
     number (an unset, bad or non-positive value is ignored, as for every `UNITMGR_*` duration),
-    else the project config's `stuck_minutes` (SPEC 3.16; two `stat`s when there is no file),
-    else 10 minutes."""
+    else the project config's `stuck_minutes` (SPEC 3.16; two `stat`s when there is no file;
+    an invalid file's valid keys, as for every read), else 10 minutes."""
+    if workspace is None:
+        return _stuck_seconds(None)
+    return for_reads(workspace)[0]
+
+
+def for_reads(workspace: Workspace | RepositoryPaths) -> tuple[float, dict[str, Any] | None]:
+    """What a read command takes from the config: the stuck threshold in seconds (as
+    `stuck_seconds`) and the `config_warning` its document carries (None: the files are valid).
+    """
+    config, warning = load_for_reading(workspace.common_git_dir)
+    return _stuck_seconds(config), warning
+
+
+def _stuck_seconds(config: ProjectConfig | None) -> float:
     minutes = seconds_from_env("UNITMGR_STUCK_MINUTES", 0.0)
     if minutes > 0:
         return minutes * 60
-    if workspace is None:
+    if config is None:
         return STUCK_MINUTES_DEFAULT * 60
-    configured = load_config(workspace.toplevel, workspace.common_git_dir).value("stuck_minutes")
-    return float(configured) * 60
+    return float(config.value("stuck_minutes")) * 60
 
 
 def port_range(text: str) -> tuple[int, int] | None:
@@ -247,6 +263,34 @@ def load_config(toplevel: Path, common_dir: Path) -> ProjectConfig:
     alone, so standing in a unit's worktree reads the same config as standing in the main one.
     """
     del toplevel  # kept in the signature: every caller has it, and none may lean on it
+    return _load(common_dir, None)
+
+
+def load_for_reading(common_dir: Path) -> tuple[ProjectConfig, dict[str, Any] | None]:
+    """The config as a read command sees it (SPEC 3.16: a read never fails on the config):
+    every valid key of both files, and the `config_warning` to report — `{file, key, reason,
+    problems}` for the first problem (`key` null for the whole file, `problems` how many there
+    are in all) — or None when both files are valid."""
+    problems: list[UsageError] = []
+    config = _load(common_dir, problems)
+    return config, config_warning(problems)
+
+
+def config_warning(problems: list[UsageError]) -> dict[str, Any] | None:
+    """The document's `config_warning` for these problems (the first one named), or None."""
+    if not problems:
+        return None
+    first = problems[0].detail if isinstance(problems[0].detail, dict) else {}
+    return {
+        "file": first.get("file"),
+        "key": first.get("key"),
+        "reason": problems[0].reason,
+        "problems": len(problems),
+        "next": "unit config",
+    }
+
+
+def _load(common_dir: Path, problems: list[UsageError] | None) -> ProjectConfig:
     repository_file, local_file = config_paths(common_dir)
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -256,7 +300,8 @@ def load_config(toplevel: Path, common_dir: Path) -> ProjectConfig:
             continue
         # The local file is read last: it wins. The repository file is a checkout's file, and a
         # committed symbolic link could point it into the common dir an executor writes.
-        for key, value in _read(path, follow_links=source == "local").items():
+        read = _read(path, follow_links=source == "local", problems=problems)
+        for key, value in read.items():
             values[key] = value
             sources[key] = source
     return ProjectConfig(repository_file, local_file, values, sources)
@@ -278,8 +323,20 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _read(path: Path, *, follow_links: bool = True) -> dict[str, Any]:
-    """One file's validated keys (flattened: `notify.command`), or {} when it does not exist."""
+def _refuse_or_note(error: UsageError, problems: list[UsageError] | None) -> None:
+    """A strict load raises the problem; a read's load notes it and goes on without it."""
+    if problems is None:
+        raise error
+    problems.append(error)
+
+
+def _read(
+    path: Path, *, follow_links: bool = True, problems: list[UsageError] | None = None
+) -> dict[str, Any]:
+    """One file's validated keys (flattened: `notify.command`), or {} when it does not exist.
+
+    With `problems` (a read's load, SPEC 3.16) nothing is raised: a file that cannot be read or
+    parsed gives no key, a bad key is left out, and each problem is appended there."""
     try:
         found = os.lstat(path)
     except FileNotFoundError:
@@ -288,7 +345,9 @@ def _read(path: Path, *, follow_links: bool = True) -> dict[str, Any]:
         pass  # read_bounded reports it
     else:
         if not follow_links and stat.S_ISLNK(found.st_mode):
-            raise _invalid(path, None, "a regular file in the main worktree, not a symbolic link")
+            expected = "a regular file in the main worktree, not a symbolic link"
+            _refuse_or_note(_invalid(path, None, expected), problems)
+            return {}
     import tomllib  # only when a file exists (start-up of list / status --all)
 
     from unitmgr.validation import BoundedReadRefused, read_bounded
@@ -298,26 +357,35 @@ def _read(path: Path, *, follow_links: bool = True) -> dict[str, Any]:
     except BoundedReadRefused as refused:
         if refused.kind == "missing":
             return {}
-        raise _invalid(path, None, "a readable regular TOML file of at most 1 MiB") from None
+        expected = "a readable regular TOML file of at most 1 MiB"
+        _refuse_or_note(_invalid(path, None, expected), problems)
+        return {}
     try:
         document = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise _invalid(path, None, f"valid UTF-8 TOML ({error})") from None
+        _refuse_or_note(_invalid(path, None, f"valid UTF-8 TOML ({error})"), problems)
+        return {}
     flat: dict[str, Any] = {}
     for key, value in document.items():
         if key in TABLES:
             if not isinstance(value, dict):
-                raise _invalid(path, key, f"a table [{key}]", got=value)
+                _refuse_or_note(_invalid(path, key, f"a table [{key}]", got=value), problems)
+                continue
             for inner, inner_value in value.items():
                 flat[f"{key}.{inner}"] = inner_value
         else:
             flat[key] = value
+    valid: dict[str, Any] = {}
     for key, value in flat.items():
-        if key not in DEFAULTS:
-            known = ", ".join(KEYS)
-            raise _invalid(path, key, f"a known key (one of {known})")
-        _check(path, key, value)
-    return flat
+        try:
+            if key not in DEFAULTS:
+                raise _invalid(path, key, f"a known key (one of {', '.join(KEYS)})")
+            _check(path, key, value)
+        except UsageError as error:
+            _refuse_or_note(error, problems)
+            continue
+        valid[key] = value
+    return valid
 
 
 def _check(path: Path, key: str, value: Any) -> None:
@@ -407,3 +475,9 @@ def _check_copy(path: Path, key: str, value: Any) -> None:
             or PurePosixPath(item).parts in ((), (".",))
         ):
             raise _invalid(path, key, expected, got=item)
+
+
+def warning_field(warning: dict[str, Any] | None) -> dict[str, Any]:
+    """`{config_warning}` for a read's document when the config has a problem, else nothing
+    (a valid config leaves every document as it was)."""
+    return {"config_warning": warning} if warning else {}

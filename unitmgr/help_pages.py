@@ -41,6 +41,8 @@ PAGES: dict[str, str] = {
         "  config      The effective project settings.\n"
         "  doctor      Audit what can make git run something.\n"
         "  feedback    Send a unit its PR's failing CI and trusted review, once.\n"
+        "  prune       Remove old archives, never a recorded unit's.\n"
+        "  log         The event log, one line per event; --follow for new ones.\n"
         "  path        A unit's worktree path, and nothing else.\n"
         '  shell-init  A `unit cd ID` shell function: eval "$(unit shell-init bash)".\n'
     ),
@@ -387,6 +389,38 @@ PAGES: dict[str, str] = {
         "  --dry-run                   Check and plan; change nothing.\n"
         "  -h, --help                  Show this message and exit.\n"
     ),
+    "prune": (
+        "Usage: unit prune [OPTIONS]\n"
+        "\n"
+        "  Remove old archives, never a recorded unit's.\n"
+        "\n"
+        "Options:\n"
+        "  --older-than DURATION   Remove archives older than this: a number and s, m,\n"
+        "                          h, d or w.  [default: 30d]\n"
+        "  --dry-run               List what would go; remove nothing.\n"
+        "  --repo PATH             The repository (default: current directory).\n"
+        "                          [default: .]\n"
+        "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
+        "                          [default: 30]\n"
+        "  -h, --help              Show this message and exit.\n"
+    ),
+    "log": (
+        "Usage: unit log [OPTIONS]\n"
+        "\n"
+        "  The event log, one line per event; --follow for new ones.\n"
+        "\n"
+        "Options:\n"
+        "  --unit ID               Only this unit's events.\n"
+        "  --since ISO             Only events at or after this time.\n"
+        "  --follow                Keep printing new events (one per line) until\n"
+        "                          Ctrl-C.\n"
+        "  --format json|table     json (default) or table.  [default: json]\n"
+        "  --repo PATH             The repository (default: current directory).\n"
+        "                          [default: .]\n"
+        "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
+        "                          [default: 30]\n"
+        "  -h, --help              Show this message and exit.\n"
+    ),
     "path": (
         "Usage: unit path [OPTIONS] {ID}\n"
         "\n"
@@ -666,6 +700,27 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
                            'lock_timeout': '30',
                            'dry_run': False},
               'required': []},
+ 'prune': {'options': {'--older-than': ['older_than', 'value'],
+                       '--dry-run': ['dry_run', 'flag'],
+                       '--repo': ['repo', 'value'],
+                       '--lock-timeout': ['lock_timeout', 'value']},
+           'arguments': [],
+           'defaults': {'older_than': '30d', 'dry_run': False, 'repo': '.', 'lock_timeout': '30'},
+           'required': []},
+ 'log': {'options': {'--unit': ['unit', 'value'],
+                     '--since': ['since', 'value'],
+                     '--follow': ['follow', 'flag'],
+                     '--format': ['output_format', 'value'],
+                     '--repo': ['repo', 'value'],
+                     '--lock-timeout': ['lock_timeout', 'value']},
+         'arguments': [],
+         'defaults': {'unit': None,
+                      'since': None,
+                      'follow': False,
+                      'output_format': 'json',
+                      'repo': '.',
+                      'lock_timeout': '30'},
+         'required': []},
  'path': {'options': {'--repo': ['repo', 'value'], '--lock-timeout': ['lock_timeout', 'value']},
           'arguments': ['unit'],
           'defaults': {'repo': '.', 'lock_timeout': '30'},

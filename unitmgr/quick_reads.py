@@ -8,7 +8,8 @@ import typer, rich, github or git at module level.
 An empty registry (no record file at all) is answered here, from one `git rev-parse` and a
 directory listing: loading the views, the record types and `dataclasses` would cost more than
 the whole answer. The documents are the ones unitmgr/views/observe.py builds for no units, and
-the project config is still read (an invalid file is refused, as with units);
+the project config is still read (a problem in it is reported as `config_warning`, as with
+units);
 tests/test_entry.py checks both paths give the same bytes.
 """
 
@@ -45,10 +46,15 @@ def list_units(
     fmt = output_format(format_name)
     paths, empty = _resolve(repo)
     if empty and not prs:  # `--prs` still opens GitHub, and refuses as it would
-        from unitmgr.config import stuck_seconds
+        from unitmgr.config import for_reads, warning_field
 
-        stuck_seconds(paths)  # reads the config: an invalid one is refused here too
-        document: dict[str, Any] = {"ok": True, "repository": str(paths.toplevel), "units": []}
+        warning = for_reads(paths)[1]  # a config problem is reported here too, never refused
+        document: dict[str, Any] = {
+            "ok": True,
+            "repository": str(paths.toplevel),
+            "units": [],
+            **warning_field(warning),
+        }
     else:
         from unitmgr.views import observe
         from unitmgr.workspace import Workspace
@@ -69,10 +75,10 @@ def status_all(*, repo: str, lock_timeout: str, format_name: str) -> dict[str, A
         import time
 
         from registry.timeutil import iso_from_epoch
-        from unitmgr.config import stuck_seconds
+        from unitmgr.config import for_reads, warning_field
 
         observed_at = iso_from_epoch(time.time(), milliseconds=True)
-        stuck_seconds(paths)  # reads the config: an invalid one is refused here too
+        warning = for_reads(paths)[1]  # a config problem is reported here too, never refused
         document: dict[str, Any] = {
             "ok": True,
             "repository": str(paths.toplevel),
@@ -80,6 +86,7 @@ def status_all(*, repo: str, lock_timeout: str, format_name: str) -> dict[str, A
             "units": [],
             "overlaps": [],
             "unattributed_ref_changes": [],
+            **warning_field(warning),
         }
     else:
         from unitmgr.views import observe

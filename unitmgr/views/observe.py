@@ -370,7 +370,8 @@ def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, A
         forge = open_forge(workspace)
     scanned = workspace.scan()
     rows = worktree_rows(workspace) if scanned else {}
-    now, stuck_after = time.time(), config.stuck_seconds(workspace)
+    now = time.time()
+    stuck_after, warning = config.for_reads(workspace)
     units = []
     for entry in scanned:
         busy = busy_holder(workspace, entry.unit_id)
@@ -395,6 +396,7 @@ def list_units(workspace: Workspace, *, with_pulls: bool = False) -> dict[str, A
         "repository": str(workspace.toplevel),
         "units": units,
         **config_changes(workspace, scanned),
+        **config.warning_field(warning),
     }
 
 
@@ -514,7 +516,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
     """The `status --all` document; `scanner` (held by `unit watch`) reuses unchanged facts."""
     now = time.time()
     observed_at = iso_from_epoch(now, milliseconds=True)
-    stuck_after = config.stuck_seconds(workspace)
+    stuck_after, warning = config.for_reads(workspace)
     entries = workspace.scan()
     # An empty registry needs no `git worktree list`: nothing would be matched against it.
     rows = worktree_rows(workspace) if entries else {}
@@ -576,6 +578,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
         "overlaps": overlaps(changed_files),
         "unattributed_ref_changes": unattributed,
         **config_changes(workspace, entries),
+        **config.warning_field(warning),
     }
 
 

@@ -51,6 +51,8 @@ class UnitStatus:
     forge: Forge | None
     view: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    # (stuck threshold, config_warning): the config read once per status (SPEC 3.16)
+    read_config: tuple[float, dict[str, Any] | None] | None = None
 
     @property
     def pair(self) -> dict[str, Any]:
@@ -92,12 +94,21 @@ class UnitStatus:
             recovery=needed,
             updated_at=record.updated_at,
             now=time.time(),
-            stuck_after=config.stuck_seconds(self.workspace),
+            stuck_after=self.stuck_after,
             feedback=record.feedback,
         )
 
+    @property
+    def stuck_after(self) -> float:
+        return self._config()[0]
+
+    def _config(self) -> tuple[float, dict[str, Any] | None]:
+        if self.read_config is None:
+            self.read_config = config.for_reads(self.workspace)
+        return self.read_config
+
     def document(self, write_back: str | None, notice_seq: int | None) -> dict[str, Any]:
-        document: dict[str, Any] = {"ok": True}
+        document: dict[str, Any] = {"ok": True, **config.warning_field(self._config()[1])}
         if notice_seq is not None:
             document["notice_seq"] = notice_seq
         document["write_back"] = write_back

@@ -128,6 +128,23 @@ def _worktree(worktree: dict[str, Any]) -> str:
     return f"+{ahead}/-{behind} dirty {worktree.get('dirty_files')}"
 
 
+def config_warning_text(document: dict[str, Any]) -> str | None:
+    """The one note a config problem gets (SPEC 3.16: a read reports it, never fails on it),
+    its control characters shown escaped: the file is the repository's, anyone's to write."""
+    warning = document.get("config_warning")
+    if not isinstance(warning, dict):
+        return None
+    more = int(warning.get("problems") or 1) - 1
+    also = f" (and {more} more)" if more > 0 else ""
+    reason = terminal.clean(str(warning.get("reason")))
+    return f"config warning: {reason}{also}; ignored, see: unit config"
+
+
+def _config_notes(document: dict[str, Any]) -> list[str]:
+    text = config_warning_text(document)
+    return [_note("! " + text)] if text else []
+
+
 def status_all(document: dict[str, Any]) -> str:
     header = ["UNIT", "LIFECYCLE", "PARTNER", "TURN", "WORKTREE"]
     widths = [14, 17, 8, 20, 13]
@@ -153,6 +170,7 @@ def status_all(document: dict[str, Any]) -> str:
     notes += [
         _note(f"  {u['unit_id']} {u['feedback']}") for u in document["units"] if u.get("feedback")
     ]
+    notes += _config_notes(document)
     for overlap in document.get("overlaps", []):
         a, b = overlap["units"]
         notes.append(_note(f"! overlap {a} / {b}: " + ", ".join(overlap["files"][:3])))
@@ -188,6 +206,7 @@ def list_units(document: dict[str, Any]) -> str:
             notes.append(_recovery(unit))
     text = _rows(header, rows, widths) if rows else "no units"
     notes += _waiting(document["units"], None)
+    notes += _config_notes(document)
     return "\n".join([text, *notes]) + "\n"
 
 
@@ -209,6 +228,7 @@ def status_unit(document: dict[str, Any]) -> str:
     ]
     if unit.get("error"):
         lines.append(f"error      {_cut(unit['error'], 68)}")
+    lines += _config_notes(document)
     return "\n".join(lines) + "\n"
 
 

@@ -170,6 +170,7 @@ def run(repo: str, options: TailOptions) -> Rendered:
             next_step=f"unit status --unit {unit_id} --repo {workspace.toplevel} (pair.seq "
             "names its turns)",
         )
+    _warn_of_config(workspace)
     printer = _Printer(turn.partner, raw=options.raw, below=Path(str(state_dir)).parent)
     while True:
         receipt = pair_api.read_receipt(turn.receipt)
@@ -195,6 +196,17 @@ def run(repo: str, options: TailOptions) -> Rendered:
                 "worker-lost; pair clear --repo WORKTREE recovers a dead marker)",
             )
         time.sleep(POLL_SECONDS)
+
+
+def _warn_of_config(workspace: Workspace) -> None:
+    """tail needs no key, yet reports a config problem as every read does (SPEC 3.16): one line
+    on stderr, since stdout is the transcript (`--raw` must stay the bytes, unchanged)."""
+    from unitmgr import config
+    from unitmgr.views.table import config_warning_text
+
+    text = config_warning_text(config.warning_field(config.for_reads(workspace)[1]))
+    if text:
+        progress(f"[{text}]")
 
 
 def _still_running(state_dir: str | None, seq: int) -> bool:

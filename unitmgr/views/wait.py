@@ -75,6 +75,15 @@ def run(repo: str, options: WaitOptions) -> dict[str, Any]:
     unit_ids = [validation.unit_id(unit) for unit in options.units]
     since = _since(options.since)
     deadline = time.monotonic() + (parse_minutes(options.timeout_min, "--timeout-min") or 0) * 60
+    # Read once, before the wait: a read never fails on the config, and reports it (SPEC 3.16).
+    stuck_after, warning = config.for_reads(workspace)
+    found = _wait(workspace, unit_ids, since, deadline, stuck_after)
+    return {**found, **config.warning_field(warning)}
+
+
+def _wait(
+    workspace: Workspace, unit_ids: list[str], since: float, deadline: float, stuck_after: float
+) -> dict[str, Any]:
     registry = workspace.registry
     watched: dict[str, UnitRecord] = {}
     if unit_ids:
@@ -102,17 +111,17 @@ def run(repo: str, options: WaitOptions) -> dict[str, Any]:
         if record.pair is not None and record.pair.state_dir
     ]
     with DirectoryWatch(directories) as watch:
-        return _poll(workspace, watched, lifecycles, since, deadline, watch)
+        return _poll(workspace, watched, lifecycles, (since, deadline, stuck_after), watch)
 
 
 def _poll(
     workspace: Workspace,
     watched: dict[str, UnitRecord],
     lifecycles: dict[str, str],
-    since: float,
-    deadline: float,
+    times: tuple[float, float, float],  # since (epoch), deadline (monotonic), stuck after (s)
     watch: DirectoryWatch,
 ) -> dict[str, Any]:
+    deadline = times[1]
     registry = workspace.registry
     lead_is_on: set[str] = set()  # units a command of the lead's was seen working on
     while True:
@@ -122,7 +131,7 @@ def _poll(
         changed = []
         for unit_id, record in list(watched.items()):
             change = _change(
-                workspace, registry.record_path(unit_id), record, lifecycles[unit_id], since
+                workspace, registry.record_path(unit_id), record, lifecycles[unit_id], times
             )
             if change is None:
                 continue
@@ -169,8 +178,13 @@ def _observed_at() -> str:
 
 
 def _change(
-    workspace: Workspace, record_file: Path, record: UnitRecord, lifecycle: str, since: float
+    workspace: Workspace,
+    record_file: Path,
+    record: UnitRecord,
+    lifecycle: str,
+    times: tuple[float, float, float],
 ) -> dict[str, Any] | None:
+    since, stuck_after = times[0], times[2]
     current, fresh = lifecycle, record
     if not record_file.exists():
         current = "dismantled"
@@ -195,11 +209,13 @@ def _change(
     return {
         "lifecycle": current,
         "latest_receipt": receipt_summary(receipt),
-        "attention": _attention(workspace, fresh, current),
+        "attention": _attention(workspace, fresh, current, stuck_after),
     }
 
 
-def _attention(workspace: Workspace, record: UnitRecord, lifecycle: str) -> dict[str, Any]:
+def _attention(
+    workspace: Workspace, record: UnitRecord, lifecycle: str, stuck_after: float
+) -> dict[str, Any]:
     """The unit's attention now (SPEC 3.4), read only once it changed: its pair state and its
     recovery from files (no git: recovery's branch check needs a worktree row, skipped here)."""
     holder = busy_holder(workspace, record.unit_id) if lifecycle == "dismantled" else None
@@ -218,6 +234,6 @@ def _attention(workspace: Workspace, record: UnitRecord, lifecycle: str) -> dict
         recovery=recovery(workspace, record, pair=pair, busy=busy),
         updated_at=record.updated_at,
         now=time.time(),
-        stuck_after=config.stuck_seconds(workspace),
+        stuck_after=stuck_after,
         feedback=record.feedback,
     )

@@ -21,7 +21,7 @@ from registry.errors import UsageError
 from registry.output import Rendered
 from unitmgr.views import observe
 from unitmgr.views.attention import NEEDS_LEAD, age_at, waiting_on_you
-from unitmgr.views.table import ports_cell
+from unitmgr.views.table import config_warning_text, ports_cell
 from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace
 
@@ -46,9 +46,14 @@ def banner(document: dict[str, Any]) -> Any:
     from rich.text import Text
 
     waiting = waiting_on_you(document["units"])
+    warned = config_warning_text(document)
+    # A config problem is a line of its own under the banner's first (SPEC 3.16).
+    config_line = [Text(warned, style="yellow")] if warned else []
     if not waiting:
-        return Text("Waiting on you: nobody — all quiet", style="bold green")
-    lines = [Text(f"Waiting on you ({len(waiting)}):", style="bold reverse")]
+        return Text("\n").join(
+            [Text("Waiting on you: nobody — all quiet", style="bold green"), *config_line]
+        )
+    lines = [Text(f"Waiting on you ({len(waiting)}):", style="bold reverse"), *config_line]
     for unit in waiting:
         state = unit["attention"]
         line = Text("  ")

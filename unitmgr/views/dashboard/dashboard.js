@@ -240,12 +240,25 @@ function renderOverlaps(overlaps) {
   }
 }
 
+function renderConfigWarning(warning) {
+  // SPEC 3.16: a read reports a config problem in one line; text only (the file is anyone's).
+  const section = document.getElementById("config-warning");
+  const shown = warning && typeof warning === "object";
+  section.hidden = !shown;
+  section.replaceChildren();
+  if (!shown) return;
+  const more = Number(warning.problems) > 1 ? ` (and ${Number(warning.problems) - 1} more)` : "";
+  section.append(`config warning: ${String(warning.reason)}${more}; ignored, see: `,
+    el("code", { text: "unit config" }));
+}
+
 function render() {
   const document_ = state.status;
   if (!document_) return;
   document.getElementById("repo").textContent = document_.repository;
   document.getElementById("observed").textContent = `observed ${ago(document_.observed_at) || document_.observed_at}`;
   renderBanner(document_.units);
+  renderConfigWarning(document_.config_warning);
   renderUnits(document_.units);
   renderOverlaps(document_.overlaps || []);
   if (state.detail) renderDetail(state.detail);

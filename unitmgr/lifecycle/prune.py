@@ -1,0 +1,270 @@
+"""`unit prune [--older-than DURATION=30d] [--dry-run]` (SPEC 3.18): remove old archives.
+
+Dismantle and a rolled-back create copy a unit's pair state to
+`orchestrate/archive/<unit-id>-<UTC stamp>[-N]/` (unitmgr/lifecycle/archive.py). Prune removes
+the ones whose stamp is older than the duration, never one of a unit still recorded (a
+dismantle that has archived but not yet deleted its record, a unit re-created under the same
+id), under the registry lock; `--dry-run` takes no lock, writes nothing and shows the same list.
+
+The archive is in the git common dir, which an executor can write (SPEC 8): every entry is
+hostile. Nothing here follows a symbolic link — not `orchestrate/` or `archive/` themselves
+(opened `O_NOFOLLOW` from the common dir, then used only through that descriptor), not an
+entry, not anything inside one — so a planted `archive/x-20200101T000000Z -> /home/user` is
+reported and left, and nothing outside the archive root is ever removed. The walk is bounded
+(entries in the root, files and depth per archive): an archive past a bound is kept and named,
+never half-measured. Only names that parse as an archive's are candidates; anything else in the
+root is listed as ignored. Each removal appends one `pruned` event to `events.jsonl`.
+"""
+
+from __future__ import annotations
+
+import calendar
+import errno
+import os
+import re
+import stat
+import time
+from typing import Any
+
+from registry.errors import UsageError
+from registry.timeutil import ago
+from unitmgr import validation
+from unitmgr.config import load_config
+from unitmgr.workspace import Workspace
+
+DEFAULT_OLDER_THAN = "30d"
+MAX_ROOT_ENTRIES = 10_000  # entries of archive/ looked at in one run; the rest wait
+MAX_ARCHIVE_ENTRIES = 100_000  # files and directories in one archive
+MAX_DEPTH = 32  # directories below an archive's own (the pair state is two or three deep)
+MAX_LISTED = 100  # ignored or kept entries named in the document; the rest are counted
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"([0-9]{1,6})([smhdw])")
+_ARCHIVE = re.compile(r"(?P<unit>.+)-(?P<stamp>[0-9]{8}T[0-9]{6}Z)(?:-[0-9]{1,6})?")
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def duration_seconds(value: str) -> int:
+    """`30d`, `12h`, `90m`, `45s`, `2w` in seconds; anything else is exit 2."""
+    match = _DURATION.fullmatch(value.strip())
+    if match is None:
+        raise UsageError(
+            "invalid-duration",
+            f"--older-than must be a number and a unit (s, m, h, d or w), such as 30d, got "
+            f"{value!r}",
+            next_step="unit prune --older-than 30d --dry-run",
+        )
+    return int(match.group(1)) * _UNITS[match.group(2)]
+
+
+class TooLarge(Exception):
+    """An archive past a walk bound: kept whole, never half-removed."""
+
+
+def run(repo: str, *, older_than: str, dry_run: bool, lock_timeout: str) -> dict[str, Any]:
+    seconds = duration_seconds(older_than)
+    deadline_seconds = validation.lock_timeout(lock_timeout)
+    workspace = Workspace.open(repo)
+    # It uses no key, yet changes something: a bad config is refused as for every such command
+    # (SPEC 3.16), --dry-run included, since it refuses exactly as the real command would.
+    load_config(workspace.toplevel, workspace.common_git_dir)
+    registry = workspace.registry
+    if dry_run:
+        document = _prune(workspace, seconds, remove=False)
+    else:
+        from registry.locks import Deadline
+
+        lock = registry.registry_lock(command=f"unit prune --older-than {older_than}")
+        with lock.hold(Deadline(deadline_seconds)):
+            document = _prune(workspace, seconds, remove=True)
+    return {
+        "ok": True,
+        **({"dry_run": True} if dry_run else {}),
+        "older_than": older_than,
+        **document,
+    }
+
+
+def _prune(workspace: Workspace, older_than: float, *, remove: bool) -> dict[str, Any]:
+    registry = workspace.registry
+    archive_dir = registry.archive_dir
+    result: dict[str, Any] = {
+        "archive_dir": str(archive_dir),
+        "pruned": [],
+        "bytes_freed": 0,
+        "kept": [],
+        "ignored": [],
+        "younger": 0,
+    }
+    root = _open_archive_root(workspace)
+    if isinstance(root, str):
+        if root != "missing":
+            result["ignored"].append({"path": str(archive_dir), "why": root})
+        return result
+    try:
+        names = sorted(os.listdir(root))
+        if len(names) > MAX_ROOT_ENTRIES:
+            result["truncated"] = {"looked_at": MAX_ROOT_ENTRIES, "entries": len(names)}
+            names = names[:MAX_ROOT_ENTRIES]
+        recorded = set(registry.unit_ids())
+        now = time.time()
+        for name in names:
+            _one(root, name, recorded, now, older_than, remove, result, workspace)
+    finally:
+        os.close(root)
+    for key in ("kept", "ignored"):
+        if len(result[key]) > MAX_LISTED:
+            result[f"{key}_not_listed"] = len(result[key]) - MAX_LISTED
+            del result[key][MAX_LISTED:]
+    return result
+
+
+def _one(
+    root: int,
+    name: str,
+    recorded: set[str],
+    now: float,
+    older_than: float,
+    remove: bool,
+    result: dict[str, Any],
+    workspace: Workspace,
+) -> None:
+    path = str(workspace.registry.archive_dir / name)
+    match = _ARCHIVE.fullmatch(name)
+    moment = _stamp_epoch(match.group("stamp")) if match else None
+    if match is None or moment is None:
+        result["ignored"].append({"path": path, "why": "not an archive's name"})
+        return
+    try:
+        found = os.lstat(name, dir_fd=root)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(found.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(found.st_mode) else "not a directory"
+        result["ignored"].append({"path": path, "why": f"{what}: never followed or removed"})
+        return
+    age = now - moment
+    if age < older_than:
+        result["younger"] += 1
+        return
+    unit_id = match.group("unit")
+    # A unit id may itself end in what looks like a stamp: any recorded id the name could
+    # belong to keeps it.
+    owner = next((unit for unit in recorded if name.startswith(unit + "-")), None)
+    if owner is not None:
+        result["kept"].append({"path": path, "unit_id": owner, "why": "unit still recorded"})
+        return
+    try:
+        size, _ = _walk(root, name, remove=False)
+        if remove:
+            _walk(root, name, remove=True)
+    except TooLarge as error:
+        result["kept"].append({"path": path, "unit_id": unit_id, "why": str(error)})
+        return
+    except OSError as error:
+        # Swapped or changed under the walk (an executor's race): left as it now is.
+        why = f"could not {'remove' if remove else 'read'} it: {error.strerror or error}"
+        result["kept"].append({"path": path, "unit_id": unit_id, "why": why})
+        return
+    entry = {
+        "path": path,
+        "unit_id": unit_id,
+        "age": age_text(age),
+        "age_seconds": int(age),
+        "bytes": size,
+    }
+    result["pruned"].append(entry)
+    result["bytes_freed"] += size
+    if remove:
+        workspace.registry.append_event(
+            {
+                "command": "prune",
+                "step": "pruned",
+                "status": "done",
+                "unit": unit_id,
+                "detail": {"path": path, "bytes": size, "age": age_text(age)},
+            }
+        )
+
+
+def age_text(seconds: float) -> str:
+    """An archive's age for a person: `42d03h` past a day, else `ago`'s `3h05m`."""
+    days, rest = divmod(int(seconds), 86400)
+    return f"{days}d{rest // 3600:02d}h" if days else ago(seconds)
+
+
+def _stamp_epoch(text: str) -> float | None:
+    try:
+        parsed = time.strptime(text, "%Y%m%dT%H%M%SZ")
+    except ValueError:
+        return None
+    return float(calendar.timegm(parsed))
+
+
+def _open_archive_root(workspace: Workspace) -> int | str:
+    """A descriptor of `orchestrate/archive/`, opened from the common dir without following a
+    link at either step; else why not ("missing" when there is no archive yet)."""
+    registry = workspace.registry
+    try:
+        common = os.open(workspace.common_git_dir, _DIRECTORY_FLAGS & ~os.O_NOFOLLOW)
+    except OSError as error:
+        return f"the git common dir cannot be opened: {error.strerror}"
+    try:
+        parent = common
+        for part in (registry.root.name, registry.archive_dir.name):
+            try:
+                opened = os.open(part, _DIRECTORY_FLAGS, dir_fd=parent)
+            except FileNotFoundError:
+                return "missing"
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                    return f"{part}/ is a symbolic link or no directory: never followed"
+                return f"{part}/ cannot be opened: {error.strerror}"
+            finally:
+                if parent != common:
+                    os.close(parent)
+            parent = opened
+        return parent
+    finally:
+        os.close(common)
+
+
+def _walk(root: int, name: str, *, remove: bool) -> tuple[int, int]:
+    """(bytes, entries) of the archive `name` in `root`, removing it when `remove`: depth
+    first, one descriptor per level (at most MAX_DEPTH + 1 open), every directory opened
+    `O_NOFOLLOW` relative to its parent's descriptor, a link removed as a link (never its
+    target). Past a bound it raises TooLarge — before removing anything, as the measuring walk
+    runs first."""
+    total_bytes = 0
+    entries = 0
+    top = os.open(name, _DIRECTORY_FLAGS, dir_fd=root)
+    # Each frame: (its descriptor, the names still to visit, its parent's descriptor, its name)
+    stack: list[tuple[int, list[str], int, str]] = [(top, sorted(os.listdir(top)), root, name)]
+    try:
+        while stack:
+            fd, pending, parent, own_name = stack[-1]
+            if not pending:
+                stack.pop()
+                os.close(fd)
+                if remove:
+                    os.rmdir(own_name, dir_fd=parent)
+                continue
+            child = pending.pop()
+            entries += 1
+            if entries > MAX_ARCHIVE_ENTRIES:
+                raise TooLarge(f"more than {MAX_ARCHIVE_ENTRIES} entries: remove it by hand")
+            found = os.lstat(child, dir_fd=fd)
+            if stat.S_ISDIR(found.st_mode):
+                if len(stack) > MAX_DEPTH:
+                    raise TooLarge(f"nested deeper than {MAX_DEPTH}: remove it by hand")
+                opened = os.open(child, _DIRECTORY_FLAGS, dir_fd=fd)
+                stack.append((opened, sorted(os.listdir(opened)), fd, child))
+                continue
+            if stat.S_ISREG(found.st_mode):
+                total_bytes += found.st_size
+            if remove:
+                os.unlink(child, dir_fd=fd)
+    finally:
+        for fd, *_ in stack:
+            os.close(fd)
+    return total_bytes, entries
