@@ -16,10 +16,12 @@ takes minutes; the counts run one after the other, each in a fresh scratch repos
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,7 @@ def measure(counts: tuple[int, ...]) -> list[dict[str, Any]]:
             started = time.perf_counter()
             repo = build(root, count, env)
             built = time.perf_counter() - started
+            print(f"{count} units built in {built:.0f} s", file=sys.stderr, flush=True)
             yardstick_worktree = root / "wt" / "u0000"
             status_samples, git_samples = [], []
             for _ in range(RUNS):
@@ -108,6 +111,7 @@ def measure(counts: tuple[int, ...]) -> list[dict[str, Any]]:
                     "status_all": total,
                     "git_status": yardstick,
                     "ratio": total / count / yardstick,
+                    "load": " ".join(f"{value:.1f}" for value in os.getloadavg()),
                 }
             )
         finally:
@@ -115,21 +119,26 @@ def measure(counts: tuple[int, ...]) -> list[dict[str, Any]]:
     return rows
 
 
-def report(counts: tuple[int, ...] = COUNTS) -> str:
-    lines = [
+def report(counts: tuple[int, ...] = COUNTS) -> Iterator[str]:
+    """The table, a row as soon as its count is measured (1000 units take a while to build)."""
+    yield from [
         "| units (made by `unit create`, 1 commit ahead, 1 dirty file) | `status --all` "
-        "| per unit | one `git status --porcelain` | per unit / `git status` (goal: at most 1) |",
-        "|---|---|---|---|---|",
+        "| per unit | one `git status --porcelain` | per unit / `git status` (goal: at most 1) "
+        f"| built in ({CREATORS} creates at a time) | load average after |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for row in measure(counts):
-        lines.append(
+    for count in counts:
+        (row,) = measure((count,))
+        yield (
             f"| {row['units']} | {row['status_all'] * 1000:.0f} ms "
             f"| {row['status_all'] * 1000 / row['units']:.2f} ms "
-            f"| {row['git_status'] * 1000:.2f} ms | {row['ratio']:.2f} |"
+            f"| {row['git_status'] * 1000:.2f} ms | {row['ratio']:.2f} "
+            f"| {row['built_seconds']:.0f} s | {row['load']} |"
         )
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":
     chosen = tuple(int(word) for word in sys.argv[1:]) or COUNTS
-    print(report(chosen))
+    print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), file=sys.stderr)
+    for line in report(chosen):
+        print(line, flush=True)

@@ -143,8 +143,13 @@ class Signer:
 def canonical(value: Any) -> str:
     from registry.redact import redact
 
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return redact(text)  # what the record on disk holds (it is written redacted)
+    return redact(_plain(value))  # what the record on disk holds (it is written redacted)
+
+
+def _plain(value: Any) -> str:
+    """`canonical` before redaction: what a read keeps (redacting every field of every record
+    a scan reads would cost a reader like `status --all` a millisecond a unit, SPEC 7)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def message(subject: str, field: str, value: Any) -> bytes:
@@ -164,20 +169,25 @@ def field_value(record: UnitRecord, field: str) -> Any:
 
 
 def snapshot(record: UnitRecord) -> dict[str, str]:
-    """Each signed field's canonical value as read: a write re-signs only what the lead changed
-    since (a forged value read and written back keeps its missing or wrong MAC)."""
-    return {field: canonical(field_value(record, field)) for field in SIGNED_FIELDS}
+    """Each signed field's value as read, as JSON not yet redacted: a write re-signs only what
+    the lead changed since (a forged value read and written back keeps its missing or wrong
+    MAC). `sign_changed` redacts it as it compares, so the comparison is the canonical one."""
+    return {field: _plain(field_value(record, field)) for field in SIGNED_FIELDS}
 
 
 def sign_changed(signer: Signer, record: UnitRecord) -> None:
     """Sign every signed field the lead set since the record was read (or vouched for)."""
+    from registry.redact import redact
+
     as_read = record.as_read
     for field in SIGNED_FIELDS:
         value = field_value(record, field)
         if value is None:
             record.signatures.pop(field, None)
             continue
-        if as_read is not None and as_read.get(field) == canonical(value):
+        before, now = None if as_read is None else as_read.get(field), _plain(value)
+        # Equal as read is equal redacted; else only the redacted forms (what is on disk) tell.
+        if before is not None and (before == now or redact(before) == redact(now)):
             continue  # not changed by this process: its MAC stays whatever it was
         record.signatures[field] = signer.mac(record.unit_id, field, value)
     record.as_read = snapshot(record)

@@ -54,8 +54,9 @@ def test_precedence_local_over_repository_over_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "key", "expected"),
     [
-        ("max_active = 0\n", "max_active", "an integer from 1 to 100"),
-        ("max_held = true\n", "max_held", "an integer from 1 to 100"),
+        ("max_active = 0\n", "max_active", "an integer from 1 to 10000"),
+        ("max_held = true\n", "max_held", "an integer from 1 to 10000"),
+        ("max_held = 10001\n", "max_held", "an integer from 1 to 10000"),
         ('lead = "nobody"\n', "lead", "a string, one of"),
         ("setup = 3\n", "setup", "a non-empty string"),
         ('copy = "/etc/passwd"\n', "copy", "a list of relative paths"),
@@ -90,6 +91,16 @@ def test_a_bad_key_or_type_is_config_invalid_naming_file_key_and_type(
     assert expected in error.detail["expected"] and str(path) in error.reason
     assert key is None or f"{key}:" in error.reason
     assert "unit config" in error.next_step
+
+
+def test_limits_go_up_to_ten_thousand_in_the_file_and_the_flags(tmp_path: Path) -> None:
+    """A batch of 300 or 1000 units (SPEC 7) can be admitted: the cap is 10000, not 100."""
+    from unitmgr.validation import limit
+
+    _write(tmp_path / ".unitmgr.toml", "max_active = 1000\nmax_held = 10000\n")
+    loaded = load_config(tmp_path, tmp_path / ".git")
+    assert (loaded.value("max_active"), loaded.value("max_held")) == (1000, 10000)
+    assert limit("300", "--max-active") == 300 and limit("10000", "--max-held") == 10000
 
 
 def test_a_config_that_is_not_a_small_regular_file_is_refused_unread(tmp_path: Path) -> None:

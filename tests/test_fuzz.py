@@ -182,7 +182,7 @@ NOT_A_NUMBER = st.text(min_size=1, max_size=6, alphabet="ab.-x ").filter(
     lambda t: not t.strip().isdigit()
 )
 BAD_ISSUE = st.one_of(st.integers(max_value=0).map(str), NOT_A_NUMBER)
-BAD_LIMIT = st.one_of(BAD_ISSUE, st.integers(min_value=101).map(str))
+BAD_LIMIT = st.one_of(BAD_ISSUE, st.integers(min_value=10_001).map(str))
 BAD_WORKTREE = st.text(min_size=1, max_size=12, alphabet="abc/.").filter(
     lambda t: not t.startswith("/")
 )

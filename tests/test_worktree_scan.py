@@ -257,3 +257,44 @@ def test_status_all_batches_the_diffs_of_units_ahead_of_their_base(
             "refs/heads/main", worktree=sandbox.worktree(name)
         )
         assert facts.committed == expected, name
+
+
+@pytest.mark.timeout(600)  # 24 real creates, four at a time, on a shared machine
+def test_status_all_over_a_realistic_batch_costs_one_git_process_per_unit(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """SPEC 7 revision 3: units made by `unit create`, each one commit ahead of its base with
+    one dirty tracked file. Counted with the logging wrapper: one `status` per unit and a
+    constant for the whole batch (the worktree listing, the config listing, the batched
+    `rev-list` and `diff-tree` of the overlaps), never a second process per unit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    count = 24
+
+    def create(index: int) -> None:
+        name = f"r{index:02d}"
+        created = sandbox.create(
+            name,
+            "--max-active", str(count), "--max-held", str(count), "--lock-timeout", "300",
+            model="cat > /dev/null; echo done",
+        )  # fmt: skip
+        assert created.code == 0, created.stdout
+        worktree = sandbox.worktree(name)
+        (worktree / f"{name}.txt").write_text("done\n")
+        git(worktree, "add", f"{name}.txt")
+        git(worktree, "commit", "-q", "-m", name)
+        (worktree / f"{name}.txt").write_text("done, and more\n")
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(create, range(count)))
+    document, log = _status_all_logging_git(sandbox, tmp_path)
+    units = document["units"]
+    assert len(units) == count and document["overlaps"] == []
+    for unit in units:  # each summary whole: a null would be a git call that failed
+        worktree = unit["worktree"]
+        assert (worktree["ahead_of_base"], worktree["behind_base"]) == (1, 0), unit
+        assert worktree["dirty_sample"] == [f" M {unit['unit_id']}.txt"], unit
+    verbs = _git_verbs(log)
+    assert verbs.count("status") == count, verbs
+    assert verbs.count("rev-list") <= 1 and verbs.count("diff-tree") <= 1, verbs
+    assert len(verbs) <= count + 8, sorted(set(verbs))

@@ -38,6 +38,7 @@ from pathlib import Path, PurePosixPath
 from registry import userdirs
 from registry.errors import UsageError
 from registry.timeutil import seconds_from_env
+from unitmgr.validation import LIMIT_MAX  # the file's limits are checked like the flags
 
 # `unit list` and `unit status --all` load the config even on an empty registry (an invalid file
 # is refused there too), within their start-up budget (SPEC 7): no typing, no dataclasses.
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
 REPOSITORY_FILE = ".unitmgr.toml"  # in the main worktree
 # The keys whose value is a shell command: from a file, they run only once approved.
 COMMAND_KEYS = ("setup", "notify.command")
-LIMIT_MAX = 100  # as the --max-active / --max-held flags (unitmgr/validation.py)
 STUCK_MINUTES_DEFAULT = 10.0
 PORTS_MAX = 64  # as `unit create --ports` (registry.records.MAX_PORTS)
 PORT_RANGE_EXPECTED = 'a range "A-B" of TCP ports, 1024 <= A <= B <= 65535'

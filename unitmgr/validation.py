@@ -17,7 +17,10 @@ from registry.errors import UsageError
 UNIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 MAX_INPUT_FILE_BYTES = 1024 * 1024  # SPEC 3.0, 8: task and addendum files
 EFFORT_REQUIRED = ("claude", "codex", "grok", "opencode")
-LIMIT_MAX = 100
+# --max-active / --max-held (and the config file's max_active / max_held): a cap on units that a
+# careful user could mean on one machine, well past what a batch of worktrees there holds
+# (references/decisions.md); anything larger is a typo, refused with exit 2.
+LIMIT_MAX = 10_000
 
 
 def unit_id(value: str, option: str = "--unit") -> str:
@@ -38,7 +41,8 @@ def issue_number(value: str | None) -> int | None:
 
 
 def limit(value: str, option: str) -> int:
-    if not re.fullmatch(r"[1-9][0-9]*", value) or int(value) > LIMIT_MAX:
+    # Bounded digits before `int`: a 5000-digit value would raise past Python's int-string limit.
+    if not re.fullmatch(r"[1-9][0-9]{0,5}", value) or int(value) > LIMIT_MAX:
         raise UsageError(
             "invalid-limit", f"{option} must be between 1 and {LIMIT_MAX}, got {value!r}"
         )

@@ -522,7 +522,22 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
     rows = worktree_rows(workspace) if entries else {}
     records = [entry for entry in entries if isinstance(entry, UnitRecord)]
 
-    worktrees = facts_by_unit(records, rows, scanner)
+    # The git calls run while this thread reads the pair files and probes the unit locks: git
+    # works in its own processes, so the reads cost the batch no time of their own (SPEC 7).
+    pairs: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {}
+    if records:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1) as background:
+            scanning = background.submit(facts_by_unit, records, rows, scanner)
+            for record in records:
+                pairs[record.unit_id] = (
+                    pair_state(record),
+                    busy_holder(workspace, record.unit_id),
+                )
+            worktrees = scanning.result()
+    else:
+        worktrees = {}
 
     units: list[dict[str, Any]] = []
     changed_files: dict[str, list[str]] = {}
@@ -534,8 +549,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             units.append(view)
             continue
         record = entry
-        status = pair_state(record)
-        busy = busy_holder(workspace, record.unit_id)
+        status, busy = pairs[record.unit_id]
         worktree, files = worktrees[record.unit_id]
         if files is not None and record.lifecycle not in ("dismantling", "dismantle-failed"):
             changed_files[record.unit_id] = files
