@@ -42,7 +42,7 @@ MODEL_HELP = (
     "the executor's command line, run with sh -c in the worktree."
 )
 EFFORT_HELP = "Reasoning effort; required for claude, codex, grok and opencode."
-OR_CONFIG = " Default: config {key}, when the config's partner (if any) is the partner."
+OR_CONFIG = " Default: config {key}, unless --partner differs from the config's partner."
 IDENTITY_HELP = "The partner's login (other than default only with partner codex)."
 
 
@@ -57,8 +57,8 @@ def _dry_run() -> Any:
 # None when not given: the project config's value applies (SPEC 3.16), else 2.
 MAX_ACTIVE_HELP = "Refuse when this many units are active (default: config max_active, else 2)."
 MAX_HELD_HELP = (
-    "Bounds the units waiting on review plus those still active: free slots are min(max-active "
-    "- active, max-held - held - active) (default: config max_held, else 2)."
+    "Bounds the units held for review plus those still active: free slots = min(max_active - "
+    "active, max_held - held - active) (default: config max_held, else 2)."
 )
 
 
@@ -99,13 +99,13 @@ class CreateOptions:
     reason: str | None = option("--reason", WHY_STAFFING + NEW_UNIT, metavar="TEXT")
     task: str | None = option(
         "--task",
-        "The task, inline (1 MiB at most). This or --task-file is required for a new unit.",
+        "The task, inline (1 MiB at most). Required for a new unit (or --task-file).",
         metavar="TEXT",
     )
     task_file: str | None = option(
         "--task-file",
-        "The task, a text file (1 MiB at most); - reads standard input. This or --task is "
-        "required for a new unit.",
+        "The task, a text file (1 MiB at most), or - for standard input. Required for a new "
+        "unit (or --task).",
         metavar="FILE",
     )
     paths: list[str] = repeatable(  # noqa: RUF009
@@ -254,7 +254,9 @@ class ConfigOptions:
     """`unit config` reads; `--approve` (with `--dry-run`) records the configured commands."""
 
     approve: bool = option(
-        "--approve", "Approve the setup and notify.command the config files now give.", False
+        "--approve",
+        "Approve the commands the config files now give: setup, validation, model, notify.command.",
+        False,
     )
     dry_run: bool = _dry_run()
 
