@@ -44,6 +44,11 @@ def test_one_create_with_several_options_missing_names_them_all(sandbox: Sandbox
         f"--task '<TEXT>' --model '<COMMAND>' --repo {sandbox.repo}"
     )
     assert sandbox.snapshot() == before  # nothing written
+    # Pasted unfilled, a placeholder is no value: the same refusal, nothing made of '<TEXT>'.
+    unfilled = run_cli("unit", *shlex.split(refused["next"])[1:], cwd=sandbox.root)
+    assert unfilled.code == 2 and unfilled["detail"] == refused["detail"], unfilled.stdout
+    assert unfilled["next"] == refused["next"]
+    assert sandbox.snapshot() == before
     # Filled in, that one line creates the unit.
     values = {
         "--unit": "u1",

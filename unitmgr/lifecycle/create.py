@@ -40,6 +40,7 @@ from unitmgr.lifecycle.create_request import (
     compare_for_resume,
     new_record,
     require_approvals,
+    unset,
     validate,
     validate_against_repository,
 )
@@ -58,7 +59,8 @@ from unitmgr.workspace import Workspace
 def run(repo: str, options: CreateOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     # No --unit: validate names it among every missing option (a new unit, so far as it knows).
-    existing = workspace.read_record(validation.unit_id(options.unit)) if options.unit else None
+    unit = None if unset(options.unit) else validation.unit_id(options.unit or "")
+    existing = workspace.read_record(unit) if unit else None
     migration = config_trust.migrate_legacy(workspace.common_git_dir, dry_run=options.dry_run)
     config = load_config(workspace.toplevel, workspace.common_git_dir)
     request = validate(

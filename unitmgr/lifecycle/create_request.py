@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 import sys
 from collections.abc import Iterator
@@ -174,6 +175,15 @@ def _staffing_defaults(
     return model, effort
 
 
+# A `next`'s placeholder pasted unfilled (`--scope '<TEXT>'`) is still missing, never a value.
+_PLACEHOLDER = re.compile(r"<[A-Z|]+>")
+
+
+def unset(value: str | None) -> bool:
+    """Not given, blank, or a placeholder: `validate` names it among the missing options."""
+    return value is None or not value.strip() or _PLACEHOLDER.fullmatch(value) is not None
+
+
 def _missing(
     options: CreateOptions,
     config: ProjectConfig,
@@ -185,18 +195,23 @@ def _missing(
     """Every option a new unit (or a resume) still lacks, in `--help` order. An effort, or the
     script partner's command, is named only beside another missing option: alone, each keeps
     its own refusal (`effort-required`, `script-needs-model`)."""
-    missing = {flag for flag, value in required.items() if value is None or not value.strip()}
+    missing = {flag for flag, value in required.items() if unset(value)}
     if options.worktree is None and config.value("worktree_root") is None:
         missing.add("--worktree")
-    if options.worktree is not None and not options.worktree.strip():
+    if options.worktree is not None and unset(options.worktree):
         missing.add("--worktree")
     if not resume and options.task is None and options.task_file is None:
+        missing.add("--task")
+    if any(_PLACEHOLDER.fullmatch(value or "") for value in (options.task, options.task_file)):
         missing.add("--task")
     partner, (model, effort) = required["--partner"], staffing
     if missing and partner in validation.EFFORT_REQUIRED and not effort:
         missing.add("--effort")
     if missing and partner == "script" and not model:
         missing.add("--model")
+    for flag, value in (("--effort", effort), ("--model", model)):
+        if value is not None and _PLACEHOLDER.fullmatch(value):
+            missing.add(flag)
     return [flag for flag in FLAG_ORDER if flag in missing]
 
 
