@@ -1,9 +1,10 @@
 """The tests' side of tests/cli_zygote.py: run a `unit`/`pair` command line in a warm fork.
 
 `run` answers like `subprocess.run([...], capture_output=True, text=True, timeout=...,
-stdin=DEVNULL)`: the same `CompletedProcess` (stdout and stderr decoded with universal
-newlines), `TimeoutExpired` after killing the command, and it returns only once both output
-pipes are closed — by the command and by anything it left running — as `subprocess.run` does.
+stdin=DEVNULL)` (with `input` bytes, stdin is a pipe a thread feeds instead): the same
+`CompletedProcess` (stdout and stderr decoded with universal newlines), `TimeoutExpired` after
+killing the command, and it returns only once both output pipes are closed — by the command and
+by anything it left running — as `subprocess.run` does.
 One server per test process, started on first use and stopped at the end of the session.
 Command lines it cannot serve faithfully (interpreter settings such as `PYTHON*` that differ
 from the server's, another locale, `UNITMGR_TESTS_FRESH_CLI=1`, a program that is not the venv's
@@ -22,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -110,18 +112,51 @@ def _read_message(connection: socket.socket, buffer: bytearray, deadline: float)
 
 
 def run_fresh(
-    program: str, argv: list[str], *, cwd: Path, env: dict[str, str] | None, timeout: float
+    program: str,
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str] | None,
+    timeout: float,
+    input: bytes | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The command line as its own fresh process: what `run` stands in for."""
-    return subprocess.run(
+    if input is None:
+        return subprocess.run(
+            [program, *argv],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+    completed = subprocess.run(
         [program, *argv],
         cwd=cwd,
         capture_output=True,
-        text=True,
         timeout=timeout,
         env=env,
-        stdin=subprocess.DEVNULL,
+        input=input,
     )
+    return subprocess.CompletedProcess(
+        completed.args, completed.returncode, _decode(completed.stdout), _decode(completed.stderr)
+    )
+
+
+def _stdin(input: bytes | None) -> int:
+    """The command's stdin: /dev/null, or a pipe a thread feeds `input` into and then closes
+    (a command that stops reading early breaks the pipe, as it would a shell's)."""
+    if input is None:
+        return os.open(os.devnull, os.O_RDONLY)
+    read_end, write_end = os.pipe()
+
+    def feed() -> None:
+        with contextlib.suppress(BrokenPipeError), open(write_end, "wb") as pipe:
+            pipe.write(input)
+
+    threading.Thread(target=feed, daemon=True).start()
+    return read_end
 
 
 def _kill(pid: int) -> None:
@@ -130,13 +165,19 @@ def _kill(pid: int) -> None:
 
 
 def run(
-    program: str, argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+    program: str,
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    input: bytes | None = None,
 ) -> subprocess.CompletedProcess[str]:
     deadline = time.monotonic() + timeout
     command = [program, *argv]
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
-    devnull = os.open(os.devnull, os.O_RDONLY)
+    devnull = _stdin(input)
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.connect(_socket_path(env))

@@ -203,13 +203,22 @@ class Result:
 
 
 def run_cli(
-    program: str, *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+    program: str,
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    input: bytes | None = None,  # the command's stdin (default /dev/null)
 ) -> Result:
     environment = dict(os.environ if env is None else env)
     if cli_zygote.serves(program, environment):
-        completed = cli_zygote.run(program, list(args), cwd=cwd, env=environment, timeout=timeout)
+        completed = cli_zygote.run(
+            program, list(args), cwd=cwd, env=environment, timeout=timeout, input=input
+        )
     else:
-        completed = cli_zygote.run_fresh(program, list(args), cwd=cwd, env=env, timeout=timeout)
+        completed = cli_zygote.run_fresh(
+            program, list(args), cwd=cwd, env=env, timeout=timeout, input=input
+        )
     CLI_OUTPUTS.append(completed.stdout + completed.stderr)
     try:
         document = json.loads(completed.stdout) if completed.stdout.strip() else None
@@ -309,9 +318,22 @@ class Sandbox:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
-    def unit(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Result:
+    def unit(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+        input: bytes | None = None,
+    ) -> Result:
         return run_cli(
-            "unit", *args, "--repo", str(self.repo), cwd=self.root, env=env, timeout=timeout
+            "unit",
+            *args,
+            "--repo",
+            str(self.repo),
+            cwd=self.root,
+            env=env,
+            timeout=timeout,
+            input=input,
         )
 
     def pair(

@@ -11,7 +11,8 @@ CREATE_CASES = [
     ("bad-unit-id", {"unit": "../escape"}, 2, "invalid-unit-id"),
     ("unit-id-too-long", {"unit": "a" * 65}, 2, "invalid-unit-id"),
     ("missing-worktree", {"worktree": None}, 2, "missing-option"),
-    ("relative-worktree", {"worktree": "worktrees/u1"}, 2, "relative-path"),
+    # relative: taken from the current directory (the sandbox root), so inside the repository
+    ("relative-worktree-inside", {"worktree": "repo/nested"}, 2, "worktree-inside-worktree"),
     ("worktree-inside-repo", {"worktree": "{repo}/nested"}, 2, "worktree-inside-worktree"),
     ("branch-with-dots", {"branch": "feat/a..b"}, 2, "invalid-branch"),
     ("branch-leading-dash", {"branch": "-x"}, 2, "invalid-branch"),
@@ -39,6 +40,8 @@ CREATE_CASES = [
     ("paths-dotdot", {"paths": "src/../../x"}, 2, "invalid-paths"),
     ("task-file-missing", {"task-file": "{root}/nope.md"}, 2, "task-file-missing"),
     ("task-file-empty", {"task-file": "{root}/empty.md"}, 2, "task-file-empty"),
+    ("task-empty", {"task-file": None, "task": " \n"}, 2, "task-file-empty"),
+    ("task-twice", {"task": "inline too"}, 2, "task-given-twice"),
     ("lock-timeout-text", {"lock-timeout": "soon"}, 2, "invalid-lock-timeout"),
     ("value-looks-like-option", {"scope": "--validation"}, 2, "missing-value"),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import time
 from pathlib import Path
@@ -245,14 +246,25 @@ def test_admission_counts_recorded_units(sandbox: Sandbox) -> None:
     assert capacity["active"] == 1 and capacity["slots"] == 0
     assert capacity["pr_state"] == "not-configured"
     assert [unit["unit_id"] for unit in capacity["units"]] == ["u1"]
-    # The next step names the limit that binds and how to raise it (SPEC 3.3 Defaults).
-    assert "repeat this unit create with --max-active 2, or set max_active = 2" in refused["next"]
-    assert "max_held" not in refused["next"].split("(")[0]
-    assert "without GitHub every recorded unit counts as active" in refused["next"]
-    # max_held counts against the active units too (SPEC 3.2)
+    # The reason names the limits and counts; the next step is this create with the limit that
+    # binds raised, and only that one (SPEC 3.3 Defaults).
+    assert (
+        "max_active 1: 1 active, 0 free; max_held 2: 0 held + 1 active, 1 free"
+        in (refused["reason"])
+    )
+    assert "without GitHub every recorded unit counts as active" in refused["reason"]
+    assert "max_active/max_held in .unitmgr.toml" in refused["reason"]
+    expected = shlex.join(["unit", *sandbox.create_args("u2", max_active="2"), "--repo"])
+    assert refused["next"] == f"{expected} {sandbox.repo}", refused["next"]
+    # max_held counts against the active units too (SPEC 3.2): "0 held" still binds.
     held_bound = sandbox.create("u2", max_active="5", max_held="1")
     assert held_bound.code == 1 and held_bound["detail"]["slots"] == 0
-    assert "with --max-held 2, or set max_held = 2 in .unitmgr.toml" in held_bound["next"]
+    assert "max_held 1: 0 held + 1 active, 0 free" in held_bound["reason"]
+    assert "--max-active 5 --max-held 2 --repo" in held_bound["next"]
+    paste = held_bound["next"].split()
+    assert paste[:2] == ["unit", "create"]
+    # The next step, run as given, creates the unit.
+    assert sandbox.unit(*shlex.split(held_bound["next"])[1:]).code == 0
 
 
 def test_dry_run_plans_and_writes_nothing(sandbox: Sandbox) -> None:

@@ -197,7 +197,10 @@ def test_every_documented_json_path_is_in_a_real_output(sandbox: Sandbox) -> Non
         ("setup-failed row", p, setup_failed.document) for p in dotted(_row("setup-failed"))
     ]
     # The skill's `a.b` paths: each in some real output, at any depth.
+    missing_option = sandbox.create("u4", reason=None, scope=None)  # SKILL's `detail.missing`
+    assert missing_option["code"] == "missing-option", missing_option.stdout
     documents = [*outputs.values(), setup_failed.document, admission.document]
+    documents.append(missing_option.document)
     for path in dotted(SKILL) - SKILL_ELSEWHERE:
         expectations.append((f"skill: {'.'.join(path)}", path, _anywhere(documents, path)))
 

@@ -110,13 +110,12 @@ def hold_lock(path: Path) -> int:
 
 # -- usage (2) -----------------------------------------------------------------------------------
 
-case("usage")(lambda e: e.unit("create"))
+case("usage")(lambda e: e.unit("create", "--no-such-option"))
 case("missing-value")(lambda e: e.unit("create", "--unit", "--branch", "x"))
 case("missing-option")(lambda e: e.unit("create", "--unit", "u1"))
 case("invalid-unit-id")(lambda e: e.unit(*e.sandbox.create_args("abc\n")))
 case("invalid-branch")(lambda e: e.create(branch="a..b"))
 case("invalid-base")(lambda e: e.create(base="ma..in"))
-case("relative-path")(lambda e: e.create(worktree="relative/path"))
 case("worktree-inside-worktree")(lambda e: e.create(worktree=str(e.sandbox.repo / "inner")))
 case("unknown-partner")(lambda e: e.create(partner="nope"))
 case("unknown-shell")(lambda e: e.unit("shell-init", "tcsh"))
@@ -135,6 +134,7 @@ case("invalid-lock-timeout")(lambda e: e.unit("list", "--lock-timeout", "x"))
 case("invalid-format")(lambda e: e.unit("list", "--format", "xml"))
 case("task-file-missing")(lambda e: e.create(task_file="/nonexistent/task.md"))
 case("task-file-empty")(lambda e: e.create(task_file=e.file("empty.md", "  \n")))
+case("task-given-twice")(lambda e: e.create(task="inline as well"))
 case("force-mismatch")(lambda e: e.unit("dismantle", "--unit", "u1", "--force", "u2"))
 case("not-a-terminal")(lambda e: e.unit("watch"))
 case("invalid-interval")(lambda e: e.unit("watch", "--interval", "0"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -129,13 +130,14 @@ def _create(repo: Path, **changes: str) -> list[str]:
     return args
 
 
-def _refused_without_writing(repo: Path, argv: list[str]) -> None:
+def _refused_without_writing(repo: Path, argv: list[str], code: str | None = None) -> None:
     before = _state(repo)
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(io.StringIO()):
-        code = main(argv)
+        exit_code = main(argv)
     document = json.loads(output.getvalue())
-    assert code in (1, 2) and document["ok"] is False and document["code"], document
+    assert exit_code in (1, 2) and document["ok"] is False and document["code"], document
+    assert code is None or document["code"] == code, document
     assert _state(repo) == before
 
 
@@ -183,8 +185,15 @@ NOT_A_NUMBER = st.text(min_size=1, max_size=6, alphabet="ab.-x ").filter(
 )
 BAD_ISSUE = st.one_of(st.integers(max_value=0).map(str), NOT_A_NUMBER)
 BAD_LIMIT = st.one_of(BAD_ISSUE, st.integers(min_value=10_001).map(str))
+# Relative paths that, taken from the repository's top level, land inside it (SPEC 3.3: a
+# relative --worktree resolves against the current directory; inside a worktree is refused).
 BAD_WORKTREE = st.text(min_size=1, max_size=12, alphabet="abc/.").filter(
-    lambda t: not t.startswith("/")
+    lambda t: (
+        not t.startswith("/")
+        and os.path.normpath(t) != "."
+        and not t.startswith("..")
+        and not os.path.normpath(t).startswith("..")
+    )
 )
 QUICK = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -242,8 +251,13 @@ def test_invalid_numbers_never_write(tmp_path: Path, bad: tuple[str, str]) -> No
 
 @QUICK
 @given(BAD_WORKTREE)
-def test_relative_worktrees_never_write(tmp_path: Path, worktree: str) -> None:
+def test_relative_worktrees_inside_the_repository_never_write(
+    tmp_path: Path, worktree: str
+) -> None:
     repo = tmp_path / "repo"
     if not repo.exists():
         _repo(tmp_path)
-    _refused_without_writing(repo, _create(repo, worktree=worktree))
+    with contextlib.chdir(repo):  # resolved from here: inside the main worktree
+        _refused_without_writing(
+            repo, _create(repo, worktree=worktree), code="worktree-inside-worktree"
+        )

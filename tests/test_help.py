@@ -28,9 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 VAGUE = {"<str>", "STR", "INTEGER", "<int>", "FLOAT", "<float>"}
 # SPEC 3.3: required for a new unit (a resume may leave them out, so Typer cannot require them).
 CREATE_NEW_UNIT = ("--branch", "--base", "--scope", "--validation", "--lead", "--partner")
-CREATE_NEW_UNIT += ("--reason", "--task-file")
+CREATE_NEW_UNIT += ("--reason", "--task", "--task-file")
 # Required by SPEC 3.2/3.5/3.8 and checked by the command (its own `missing-option` refusal).
 CHECKED_REQUIRED = {("restaff", "--lead"), ("restaff", "--partner"), ("restaff", "--reason")}
+CHECKED_REQUIRED |= {("create", "--unit")}  # with every other missing option (SPEC 3.3)
 CHECKED_REQUIRED |= {("merge", "--head"), ("intake", "--label")}
 
 
@@ -64,7 +65,7 @@ def test_every_option_has_help_a_telling_metavar_and_its_required_mark(
             if option.required and "[required]" not in help_column:
                 problems.append(f"{where}: required but not marked")
             new_unit = command == "create" and option.opts[0] in CREATE_NEW_UNIT
-            if new_unit and "Required for a new unit." not in help_column:
+            if new_unit and "Required for a new unit" not in help_column:
                 problems.append(f"{where}: SPEC 3.3 requires it for a new unit")
             checked = (command, option.opts[0]) in CHECKED_REQUIRED
             if checked and "Required." not in help_column:

@@ -160,6 +160,7 @@ class Candidate(Protocol):
     def max_held(self) -> int: ...
     @property
     def allow_overlap(self) -> bool: ...
+    def command_with(self, changes: dict[str, str]) -> str: ...
     @property
     def dry_run(self) -> bool: ...
 
@@ -219,34 +220,40 @@ def admit(
     if capacity["slots"] <= 0:
         raise StateError(
             "admission-paused",
-            "admission paused: active or human-review limit reached",
+            "admission paused: active or human-review limit reached — " + _limits(capacity),
             detail=capacity,
-            next_step=raise_the_limits(capacity),
+            next_step=request.command_with(raised_limits(capacity)),
         )
     return capacity
 
 
-def raise_the_limits(capacity: dict[str, Any]) -> str:
-    """The admission refusal's next step: wait, or raise the limit that binds — by flag on this
-    create, or once for the repository in the config file (SPEC 3.3 Defaults, 3.16)."""
+def raised_limits(capacity: dict[str, Any]) -> dict[str, str]:
+    """The limit flags that free one slot: each limit that binds, raised by what it lacks."""
     active, held = capacity["active"], capacity["held"]
-    flags, keys = [], []
+    raised = {}
     if capacity["max_active"] - active <= 0:
-        flags.append(f"--max-active {active + 1}")
-        keys.append(f"max_active = {active + 1}")
+        raised["--max-active"] = str(active + 1)
     if capacity["max_held"] - held - active <= 0:  # held units count against active ones too
-        flags.append(f"--max-held {active + held + 1}")
-        keys.append(f"max_held = {active + held + 1}")
+        raised["--max-held"] = str(active + held + 1)
+    return raised
+
+
+def _limits(capacity: dict[str, Any]) -> str:
+    """The limits, the counts and what binds, so "0 held" never reads as a contradiction; and
+    how to raise them, by flag on this create or once for the repository (SPEC 3.3 Defaults)."""
+    active, held = capacity["active"], capacity["held"]
+    max_active, max_held = capacity["max_active"], capacity["max_held"]
     counted = (
         "; without GitHub every recorded unit counts as active"
         if capacity["pr_state"] == "not-configured"
         else ""
     )
     return (
-        f"wait for a unit to be merged or dismantled, or raise the limit: repeat this "
-        f"unit create with {' '.join(flags)}, or set {', '.join(keys)} in .unitmgr.toml "
-        f"(limits now max_active {capacity['max_active']}, max_held {capacity['max_held']}; "
-        f"{active} active, {held} held{counted})"
+        f"max_active {max_active}: {active} active, {max(0, max_active - active)} free; "
+        f"max_held {max_held}: {held} held + {active} active, "
+        f"{max(0, max_held - held - active)} free (max_held bounds the units waiting on review "
+        f"and those still active{counted}). Wait for a unit to be merged or dismantled, or raise "
+        "the limit that binds: --max-active/--max-held, or max_active/max_held in .unitmgr.toml"
     )
 
 

@@ -50,8 +50,10 @@ if TYPE_CHECKING:
     from unitmgr.workspace import Workspace
 
 REPOSITORY_FILE = ".unitmgr.toml"  # in the main worktree
-# The keys whose value is a shell command: from a file, they run only once approved.
-COMMAND_KEYS = ("setup", "notify.command")
+# The keys whose value is a shell command: from a file, they run only once approved. `validation`
+# is what `unit verify` runs; `model` is one only for the script partner (its command line), but
+# it is approved whatever the partner, since a `--partner script` flag can make it one.
+COMMAND_KEYS = ("setup", "validation", "model", "notify.command")
 STUCK_MINUTES_DEFAULT = 10.0
 PORTS_MAX = 64  # as `unit create --ports` (registry.records.MAX_PORTS)
 PORT_RANGE_EXPECTED = 'a range "A-B" of TCP ports, 1024 <= A <= B <= 65535'
@@ -76,6 +78,12 @@ DEFAULTS: dict[str, Any] = {
     "max_active": 2,
     "max_held": 2,
     "lead": None,
+    # create's defaults (SPEC 3.3 "Revision 3 inputs"); a flag wins over each
+    "partner": None,
+    "model": None,
+    "effort": None,
+    "validation": None,
+    "paths": [],
     "setup": None,
     "worktree_root": None,
     "copy": [],
@@ -172,6 +180,8 @@ class ProjectConfig:
     def command_from_file(self, key: str) -> str | None:
         """The shell command a file sets for `key` (one of COMMAND_KEYS), or None."""
         value = self.values.get(key) if key in COMMAND_KEYS else None
+        if key == "model" and self.value("partner") not in (None, "script"):
+            return None  # it goes with that partner only (create), never to a script partner
         return value if isinstance(value, str) else None
 
     def describe(self, approvals: dict[str, str] | None = None) -> dict[str, Any]:
@@ -412,9 +422,16 @@ def _check(path: Path, key: str, value: Any) -> None:
 
         if not isinstance(value, str) or value not in LEADS:
             raise _invalid(path, key, f"a string, one of {', '.join(LEADS)}", got=value)
-    elif key in ("setup", "notify.command"):
+    elif key in ("setup", "validation", "notify.command"):
         if not isinstance(value, str) or not value.strip():
             raise _invalid(path, key, "a non-empty string (a shell command)", got=value)
+    elif key in ("partner", "model", "effort"):
+        # A value the flag would refuse (an unknown partner, an effort the partner refuses) is
+        # refused by `unit create` exactly as the flag would be, naming this file.
+        if not isinstance(value, str) or not value.strip():
+            raise _invalid(path, key, "a non-empty string", got=value)
+    elif key == "paths":
+        _check_paths(path, key, value)
     elif key == "worktree_root":
         _check_template(path, key, value)
     elif key == "copy":
@@ -458,6 +475,20 @@ def _check_template(path: Path, key: str, value: Any) -> None:
             expected + " (and at least one of {branch_slug}, {branch}, {unit})",
             got=value,
         )
+
+
+def _check_paths(path: Path, key: str, value: Any) -> None:
+    """Globs as `--paths` takes them (unitmgr/validation.py `write_paths`)."""
+    from unitmgr.validation import write_paths
+
+    expected = "a list of relative globs (no '..', no leading '/' or ':')"
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _invalid(path, key, expected, got=value)
+    for item in value:
+        try:
+            write_paths([item])
+        except UsageError:
+            raise _invalid(path, key, expected, got=item) from None
 
 
 def _check_copy(path: Path, key: str, value: Any) -> None:

@@ -145,7 +145,8 @@ def require_approved(config: ProjectConfig, key: str, *, common_dir: Path, tople
     raise StateError(
         "config-unapproved",
         f"{key} from {file} {state}: {command!r} — a command from a config file runs only "
-        "once approved (review it, then approve it; a --setup flag needs no approval)",
+        "once approved (review it, then approve it; given as a flag — --setup, --validation, "
+        "--model — it needs none)",
         detail={
             "key": key,
             "file": str(file) if file else None,

@@ -53,31 +53,40 @@ PAGES: dict[str, str] = {
         "\n"
         "Options:\n"
         "  --unit ID               The new unit's id: letters, digits and ._+- (64 at\n"
-        "                          most).  [required]\n"
-        "  --worktree PATH         Absolute path for the new worktree (optional when\n"
-        "                          the config sets worktree_root).\n"
+        "                          most). Required.\n"
+        "  --worktree PATH         Where the new worktree goes; a relative path is\n"
+        "                          taken from the current directory (optional when the\n"
+        "                          config sets worktree_root).\n"
         "  --branch BRANCH         The new branch to create. Required for a new unit.\n"
         "  --base BRANCH           The branch to start from (origin's when it has one).\n"
         "                          Required for a new unit.\n"
         "  --scope TEXT            A one-line summary of the scope. Required for a new\n"
         "                          unit.\n"
         "  --validation COMMAND    The shell command that proves the work (unit\n"
-        "                          verify). Required for a new unit.\n"
+        "                          verify). Required for a new unit unless the config\n"
+        "                          sets it.\n"
         "  --lead LEAD             Who drives the unit. One of\n"
         "                          claude|codex|cursor|opencode|grok|human. Required\n"
-        "                          for a new unit.\n"
+        "                          for a new unit unless the config sets it.\n"
         "  --partner PARTNER       The executor's CLI. One of\n"
         "                          claude|codex|cursor|opencode|grok|script. Required\n"
-        "                          for a new unit.\n"
+        "                          for a new unit unless the config sets it.\n"
         "  --reason TEXT           Why this staffing (recorded). Required for a new\n"
         "                          unit.\n"
-        "  --task-file FILE        The task, a text file (1 MiB at most). Required for\n"
-        "                          a new unit.\n"
-        "  --paths GLOB            A glob the unit may write (repeatable).\n"
+        "  --task TEXT             The task, inline (1 MiB at most). Required for a new\n"
+        "                          unit (or --task-file).\n"
+        "  --task-file FILE        The task, a text file (1 MiB at most), or - for\n"
+        "                          standard input. Required for a new unit (or --task).\n"
+        "  --paths GLOB            A glob the unit may write (repeatable; replaces\n"
+        "                          config paths).\n"
         "  --model MODEL           The partner's model: an id, an alias, CLI-default or\n"
-        "                          latest:<family>.\n"
+        "                          latest:<family>; for partner script, the executor's\n"
+        "                          command line, run with sh -c in the worktree.\n"
+        "                          Default: config model, unless --partner differs from\n"
+        "                          the config's partner.\n"
         "  --effort EFFORT         Reasoning effort; required for claude, codex, grok\n"
-        "                          and opencode.\n"
+        "                          and opencode. Default: config effort, unless\n"
+        "                          --partner differs from the config's partner.\n"
         "  --identity NAME         The partner's login (other than default only with\n"
         "                          partner codex).\n"
         "  --issue N               The GitHub issue number the unit works on.\n"
@@ -86,8 +95,10 @@ PAGES: dict[str, str] = {
         "                          default: config ports, else 0).\n"
         "  --max-active N          Refuse when this many units are active (default:\n"
         "                          config max_active, else 2).\n"
-        "  --max-held N            Refuse when this many wait for review (default:\n"
-        "                          config max_held, else 2).\n"
+        "  --max-held N            Bounds the units held for review plus those still\n"
+        "                          active: free slots = min(max_active - active,\n"
+        "                          max_held - held - active) (default: config max_held,\n"
+        "                          else 2).\n"
         "  --allow-overlap         Allow --paths that overlap another unit's.\n"
         "  --repo PATH             The repository (default: current directory).\n"
         "                          [default: .]\n"
@@ -153,7 +164,8 @@ PAGES: dict[str, str] = {
         "                          claude|codex|cursor|opencode|grok|script. Required.\n"
         "  --reason TEXT           Why this staffing (recorded). Required.\n"
         "  --model MODEL           The partner's model: an id, an alias, CLI-default or\n"
-        "                          latest:<family>.\n"
+        "                          latest:<family>; for partner script, the executor's\n"
+        "                          command line, run with sh -c in the worktree.\n"
         "  --effort EFFORT         Reasoning effort; required for claude, codex, grok\n"
         "                          and opencode.\n"
         "  --identity NAME         The partner's login (other than default only with\n"
@@ -260,8 +272,10 @@ PAGES: dict[str, str] = {
         "  --milestone MILESTONE   Only issues of this milestone (title or number).\n"
         "  --max-active N          Refuse when this many units are active (default:\n"
         "                          config max_active, else 2).\n"
-        "  --max-held N            Refuse when this many wait for review (default:\n"
-        "                          config max_held, else 2).\n"
+        "  --max-held N            Bounds the units held for review plus those still\n"
+        "                          active: free slots = min(max_active - active,\n"
+        "                          max_held - held - active) (default: config max_held,\n"
+        "                          else 2).\n"
         "  --limit N               Read at most this many issues.  [default: 30]\n"
         "  --repo PATH             The repository (default: current directory).\n"
         "                          [default: .]\n"
@@ -346,8 +360,8 @@ PAGES: dict[str, str] = {
         "  notify.command run.\n"
         "\n"
         "Options:\n"
-        "  --approve            Approve the setup and notify.command the config files\n"
-        "                       now give.\n"
+        "  --approve            Approve the commands the config files now give: setup,\n"
+        "                       validation, model, notify.command.\n"
         "  --dry-run            Check and plan; change nothing.\n"
         "  --repo PATH          The repository (default: current directory).  [default:\n"
         "                       .]\n"
@@ -460,6 +474,7 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
                         '--lead': ['lead', 'value'],
                         '--partner': ['partner', 'value'],
                         '--reason': ['reason', 'value'],
+                        '--task': ['task', 'value'],
                         '--task-file': ['task_file', 'value'],
                         '--paths': ['paths', 'multiple'],
                         '--model': ['model', 'value'],
@@ -475,7 +490,8 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
                         '--lock-timeout': ['lock_timeout', 'value'],
                         '--dry-run': ['dry_run', 'flag']},
             'arguments': [],
-            'defaults': {'worktree': None,
+            'defaults': {'unit': None,
+                         'worktree': None,
                          'branch': None,
                          'base': None,
                          'scope': None,
@@ -483,6 +499,7 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
                          'lead': None,
                          'partner': None,
                          'reason': None,
+                         'task': None,
                          'task_file': None,
                          'paths': [],
                          'model': None,
@@ -497,7 +514,7 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
                          'repo': '.',
                          'lock_timeout': '30',
                          'dry_run': False},
-            'required': ['unit']},
+            'required': []},
  'list': {'options': {'--prs': ['prs', 'flag'],
                       '--repo': ['repo', 'value'],
                       '--lock-timeout': ['lock_timeout', 'value'],

@@ -34,10 +34,15 @@ DRY_RUN_HELP = "Check and plan; change nothing."
 WHY_STAFFING = "Why this staffing (recorded)."
 UNIT_HELP = "The unit id."
 NEW_UNIT = " Required for a new unit."
+NEW_UNIT_OR_CONFIG = " Required for a new unit unless the config sets it."
 LEADS = " One of claude|codex|cursor|opencode|grok|human."
 PARTNERS = " One of claude|codex|cursor|opencode|grok|script."
-MODEL_HELP = "The partner's model: an id, an alias, CLI-default or latest:<family>."
+MODEL_HELP = (
+    "The partner's model: an id, an alias, CLI-default or latest:<family>; for partner script, "
+    "the executor's command line, run with sh -c in the worktree."
+)
 EFFORT_HELP = "Reasoning effort; required for claude, codex, grok and opencode."
+OR_CONFIG = " Default: config {key}, unless --partner differs from the config's partner."
 IDENTITY_HELP = "The partner's login (other than default only with partner codex)."
 
 
@@ -51,17 +56,22 @@ def _dry_run() -> Any:
 
 # None when not given: the project config's value applies (SPEC 3.16), else 2.
 MAX_ACTIVE_HELP = "Refuse when this many units are active (default: config max_active, else 2)."
-MAX_HELD_HELP = "Refuse when this many wait for review (default: config max_held, else 2)."
+MAX_HELD_HELP = (
+    "Bounds the units held for review plus those still active: free slots = min(max_active - "
+    "active, max_held - held - active) (default: config max_held, else 2)."
+)
 
 
 @dataclass(frozen=True)
 class CreateOptions:
-    unit: str = required(
-        "--unit", "The new unit's id: letters, digits and ._+- (64 at most).", "ID"
+    # Checked by the command, not Typer, so one refusal names every missing option (SPEC 3.3).
+    unit: str | None = option(
+        "--unit", "The new unit's id: letters, digits and ._+- (64 at most). Required.", None, "ID"
     )
     worktree: str | None = option(
         "--worktree",
-        "Absolute path for the new worktree (optional when the config sets worktree_root).",
+        "Where the new worktree goes; a relative path is taken from the current directory "
+        "(optional when the config sets worktree_root).",
         metavar="PATH",
     )
     branch: str | None = option(
@@ -77,22 +87,36 @@ class CreateOptions:
     )
     validation: str | None = option(
         "--validation",
-        "The shell command that proves the work (unit verify)." + NEW_UNIT,
+        "The shell command that proves the work (unit verify)." + NEW_UNIT_OR_CONFIG,
         metavar="COMMAND",
     )
-    lead: str | None = option("--lead", "Who drives the unit." + LEADS + NEW_UNIT, metavar="LEAD")
+    lead: str | None = option(
+        "--lead", "Who drives the unit." + LEADS + NEW_UNIT_OR_CONFIG, metavar="LEAD"
+    )
     partner: str | None = option(
-        "--partner", "The executor's CLI." + PARTNERS + NEW_UNIT, metavar="PARTNER"
+        "--partner", "The executor's CLI." + PARTNERS + NEW_UNIT_OR_CONFIG, metavar="PARTNER"
     )
     reason: str | None = option("--reason", WHY_STAFFING + NEW_UNIT, metavar="TEXT")
+    task: str | None = option(
+        "--task",
+        "The task, inline (1 MiB at most). Required for a new unit (or --task-file).",
+        metavar="TEXT",
+    )
     task_file: str | None = option(
-        "--task-file", "The task, a text file (1 MiB at most)." + NEW_UNIT, metavar="FILE"
+        "--task-file",
+        "The task, a text file (1 MiB at most), or - for standard input. Required for a new "
+        "unit (or --task).",
+        metavar="FILE",
     )
     paths: list[str] = repeatable(  # noqa: RUF009
-        "--paths", "A glob the unit may write (repeatable).", "GLOB"
+        "--paths", "A glob the unit may write (repeatable; replaces config paths).", "GLOB"
     )
-    model: str | None = option("--model", MODEL_HELP, metavar="MODEL")
-    effort: str | None = option("--effort", EFFORT_HELP, metavar="EFFORT")
+    model: str | None = option(
+        "--model", MODEL_HELP + OR_CONFIG.format(key="model"), metavar="MODEL"
+    )
+    effort: str | None = option(
+        "--effort", EFFORT_HELP + OR_CONFIG.format(key="effort"), metavar="EFFORT"
+    )
     identity: str | None = option("--identity", IDENTITY_HELP, metavar="NAME")
     issue: str | None = option("--issue", "The GitHub issue number the unit works on.", metavar="N")
     setup: str | None = option(
@@ -230,7 +254,9 @@ class ConfigOptions:
     """`unit config` reads; `--approve` (with `--dry-run`) records the configured commands."""
 
     approve: bool = option(
-        "--approve", "Approve the setup and notify.command the config files now give.", False
+        "--approve",
+        "Approve the commands the config files now give: setup, validation, model, notify.command.",
+        False,
     )
     dry_run: bool = _dry_run()
 

@@ -10,7 +10,7 @@ import math
 import os
 import re
 import stat
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from registry.errors import UsageError
 
@@ -60,12 +60,6 @@ def lock_timeout(value: str) -> float:
             f"--lock-timeout must be a number of seconds from 0, got {value!r}",
         )
     return seconds
-
-
-def absolute_path(value: str, option: str) -> Path:
-    if not value or not os.path.isabs(value):
-        raise UsageError("relative-path", f"{option} must be an absolute path, got {value!r}")
-    return Path(os.path.normpath(value))
 
 
 def commit_sha(value: str, option: str) -> str:

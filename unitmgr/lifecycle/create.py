@@ -39,6 +39,8 @@ from unitmgr.lifecycle.create_request import (
     command_label,
     compare_for_resume,
     new_record,
+    require_approvals,
+    unset,
     validate,
     validate_against_repository,
 )
@@ -56,17 +58,15 @@ from unitmgr.workspace import Workspace
 @dry_run_aware
 def run(repo: str, options: CreateOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
-    unit_id = validation.unit_id(options.unit)
-    existing = workspace.read_record(unit_id)
+    # No --unit: validate names it among every missing option (a new unit, so far as it knows).
+    unit = None if unset(options.unit) else validation.unit_id(options.unit or "")
+    existing = workspace.read_record(unit) if unit else None
     migration = config_trust.migrate_legacy(workspace.common_git_dir, dry_run=options.dry_run)
     config = load_config(workspace.toplevel, workspace.common_git_dir)
     request = validate(
         options, resume=existing is not None, config=config, toplevel=workspace.toplevel
     )
-    if options.setup is None:  # a configured setup (a --setup flag is the lead's own)
-        config_trust.require_approved(
-            config, "setup", common_dir=workspace.common_git_dir, toplevel=workspace.toplevel
-        )
+    require_approvals(config, request, common_dir=workspace.common_git_dir)
     if existing is None:
         validate_against_repository(workspace, request)
     if request.dry_run:

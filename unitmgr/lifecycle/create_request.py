@@ -7,6 +7,13 @@ Nothing here takes a lock or writes: that is unitmgr/lifecycle/create.py.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import re
+import shlex
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,9 +30,9 @@ from registry.locks import Deadline
 from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
 from registry.redact import redact
 from registry.timeutil import iso_z
-from unitmgr import git, port_leases, validation
+from unitmgr import config_trust, git, port_leases, validation
 from unitmgr.admission import Base
-from unitmgr.config import ProjectConfig, flag_or_config, port_range
+from unitmgr.config import COMMAND_KEYS, ProjectConfig, flag_or_config, port_range
 from unitmgr.options import CreateOptions
 from unitmgr.units import unsigned_fields, untrusted_field
 from unitmgr.workspace import Workspace, is_inside, real_target, realpath
@@ -60,6 +67,18 @@ class Request:
     allow_overlap: bool
     lock_timeout: float
     dry_run: bool
+    # The keys the project config supplied (a flag was not given), for the approvals and the
+    # refusals that name where a value came from.
+    configured: tuple[str, ...] = ()
+    provenance: str = ""  # "partner 'x' from FILE; ..." for the staffing values it gave
+    # The create command line as given (flag, value) with the worktree resolved: what a refusal's
+    # `next` repeats with the one change that makes progress (`command_with`).
+    words: tuple[tuple[str, str], ...] = ()
+    repository: str = "."
+
+    def command_with(self, changes: dict[str, str]) -> str:
+        """This create as one pasteable command, each flag of `changes` set to its value."""
+        return _render(self.words, changes, self.repository)
 
 
 def command_label(unit_id: str) -> str:
@@ -68,50 +87,174 @@ def command_label(unit_id: str) -> str:
 
 # -- Phase A: validation ------------------------------------------------------------------------
 
+STDIN = "-"  # `--task-file -`: the task on standard input, bounded like a file (SPEC 3.3, 8)
+# What stands for a missing option in the `next` command, where its metavar would not say it.
+PLACEHOLDERS = {"--model": "<COMMAND>"}
+FLAG_ORDER = tuple(item.metadata["flag"] for item in dataclasses.fields(CreateOptions))
+BOOLEAN_FLAGS = tuple(
+    item.metadata["flag"] for item in dataclasses.fields(CreateOptions) if item.default is False
+)
 
-def _read_task(task_file: str) -> str:
-    text = validation.read_input_file(task_file, "--task-file", missing_code="task-file-missing")
+
+def _read_task(
+    options: CreateOptions, words: tuple[tuple[str, str], ...], repository: str
+) -> str | None:
+    """The task from `--task`, `--task-file FILE` or `--task-file -` (standard input), trimmed;
+    None when neither is given (a resume needs none)."""
+    if options.task is not None and options.task_file is not None:
+        keep_file = tuple(word for word in words if word[0] != "--task")
+        raise UsageError(
+            "task-given-twice",
+            "create takes the task once: --task TEXT or --task-file FILE, not both",
+            detail={"task_file": options.task_file},
+            next_step=_render(keep_file, {}, repository),
+        )
+    if options.task is not None:
+        text, where = options.task, "--task"
+        if len(text.encode("utf-8", "surrogateescape")) > validation.MAX_INPUT_FILE_BYTES:
+            raise UsageError(
+                "input-too-large",
+                "--task is over the 1 MiB bound",
+                next_step="shorten it: put long material in the repository and refer to it",
+            )
+    elif options.task_file == STDIN:
+        text, where = _read_stdin(), "the task on standard input (--task-file -)"
+    elif options.task_file is not None:
+        text = validation.read_input_file(
+            options.task_file, "--task-file", missing_code="task-file-missing"
+        )
+        where = f"task file {options.task_file}"
+    else:
+        return None
     if not text.strip():
-        raise UsageError("task-file-empty", f"task file is empty: {task_file}")
+        raise UsageError("task-file-empty", f"the task is empty: {where}")
     return text.strip()
+
+
+def _read_stdin() -> str:
+    """Standard input up to EOF, refused past 1 MiB without reading the rest (SPEC 8)."""
+    if os.isatty(0):
+        print(
+            "unit create: reading the task from standard input (end it with Ctrl-D)",
+            file=sys.stderr,
+        )
+    limit, chunks, size = validation.MAX_INPUT_FILE_BYTES, [], 0
+    try:
+        while chunk := os.read(0, 65536):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise UsageError(
+                    "input-too-large",
+                    "--task-file - (standard input) is over the 1 MiB bound",
+                    next_step="shorten it: put long material in the repository and refer to it",
+                )
+    except OSError as error:  # stdin closed, or not readable
+        raise UsageError(
+            "task-file-missing", f"cannot read --task-file - (standard input): {error.strerror}"
+        ) from None
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UsageError(
+            "task-file-missing", f"cannot read --task-file - (standard input): {error}"
+        ) from None
+
+
+def _staffing_defaults(
+    options: CreateOptions, config: ProjectConfig, partner: str | None
+) -> tuple[str | None, str | None]:
+    """`--model` and `--effort`, else the config's — which go with the config's partner: with
+    another partner on the command line they would name a model of the wrong CLI (or, for the
+    script partner, run a model id as a command), so they apply only when the config names no
+    partner or the same one."""
+    configured = config.value("partner")
+    applies = configured is None or configured == partner
+    model = options.model if options.model is not None or not applies else config.value("model")
+    effort = options.effort if options.effort is not None or not applies else config.value("effort")
+    return model, effort
+
+
+# A `next`'s placeholder pasted unfilled (`--scope '<TEXT>'`) is still missing, never a value.
+_PLACEHOLDER = re.compile(r"<[A-Z|]+>")
+
+
+def unset(value: str | None) -> bool:
+    """Not given, blank, or a placeholder: `validate` names it among the missing options."""
+    return value is None or not value.strip() or _PLACEHOLDER.fullmatch(value) is not None
+
+
+def _missing(
+    options: CreateOptions,
+    config: ProjectConfig,
+    *,
+    resume: bool,
+    required: dict[str, str | None],
+    staffing: tuple[str | None, str | None],
+) -> list[str]:
+    """Every option a new unit (or a resume) still lacks, in `--help` order. An effort, or the
+    script partner's command, is named only beside another missing option: alone, each keeps
+    its own refusal (`effort-required`, `script-needs-model`)."""
+    missing = {flag for flag, value in required.items() if unset(value)}
+    if options.worktree is None and config.value("worktree_root") is None:
+        missing.add("--worktree")
+    if options.worktree is not None and unset(options.worktree):
+        missing.add("--worktree")
+    if not resume and options.task is None and options.task_file is None:
+        missing.add("--task")
+    if any(_PLACEHOLDER.fullmatch(value or "") for value in (options.task, options.task_file)):
+        missing.add("--task")
+    partner, (model, effort) = required["--partner"], staffing
+    if missing and partner in validation.EFFORT_REQUIRED and not effort:
+        missing.add("--effort")
+    if missing and partner == "script" and not model:
+        missing.add("--model")
+    for flag, value in (("--effort", effort), ("--model", model)):
+        if value is not None and _PLACEHOLDER.fullmatch(value):
+            missing.add(flag)
+    return [flag for flag in FLAG_ORDER if flag in missing]
 
 
 def validate(
     options: CreateOptions, *, resume: bool, config: ProjectConfig, toplevel: Path
 ) -> Request:
-    """The options, each missing default taken from the project config (SPEC 3.3 "Defaults")."""
-    unit_id = validation.unit_id(options.unit)
+    """The options, each missing default taken from the project config (SPEC 3.3 "Defaults",
+    "Revision 3 inputs"); every missing option is named at once."""
     for flag, given in (("--max-active", options.max_active), ("--max-held", options.max_held)):
         if given is not None:
             validation.limit(given, flag)
     lead = flag_or_config(options.lead, config, "lead")
-    for option, value in (
-        ("--branch", options.branch),
-        ("--base", options.base),
-        ("--scope", options.scope),
-        ("--validation", options.validation),
-        ("--lead", lead),
-        ("--partner", options.partner),
-        ("--reason", options.reason),
-    ):
-        validation.required(value, option)
-    if not resume:
-        validation.required(options.task_file, "--task-file")
-    assert options.branch and options.base and lead
-    assert options.partner and options.reason and options.scope and options.validation
+    partner = flag_or_config(options.partner, config, "partner")
+    chosen_validation = flag_or_config(options.validation, config, "validation")
+    model, effort = _staffing_defaults(options, config, partner)
+    words = _words(options)
+    required = {
+        "--unit": options.unit,
+        "--branch": options.branch,
+        "--base": options.base,
+        "--scope": options.scope,
+        "--validation": chosen_validation,
+        "--lead": lead,
+        "--partner": partner,
+        "--reason": options.reason,
+    }
+    missing = _missing(options, config, resume=resume, required=required, staffing=(model, effort))
+    if missing:
+        raise _missing_options(missing, words, str(toplevel))
+    unit_id = validation.unit_id(options.unit or "")
+    assert options.branch and options.base and lead and partner and chosen_validation
+    assert options.reason and options.scope
     if options.branch.startswith("-"):
         raise UsageError("invalid-branch", f"invalid branch name: {options.branch!r}")
     if options.base.startswith("-"):
         raise UsageError("invalid-base", f"invalid base branch name: {options.base!r}")
-    worktree = _worktree(options, config, toplevel)
-    validation.staffing(
-        lead=lead,
-        partner=options.partner,
-        model=options.model,
-        effort=options.effort,
-        identity=options.identity,
-    )
-    model = None if options.model in (None, "CLI-default") else options.model
+    worktree = _worktree(options, config, toplevel, unit_id)
+    configured = _configured(options, config, model=model, effort=effort)
+    provenance = _provenance(config, configured)
+    with _attributed(provenance):
+        validation.staffing(
+            lead=lead, partner=partner, model=model, effort=effort, identity=options.identity
+        )
     # `--setup ''` turns a configured setup off for this unit.
     setup = flag_or_config(options.setup, config, "setup")
     return Request(
@@ -120,14 +263,14 @@ def validate(
         branch=options.branch,
         base=options.base,
         scope=options.scope,
-        validation=options.validation,
+        validation=chosen_validation,
         lead=lead,
-        partner=options.partner,
+        partner=partner,
         reason=options.reason,
-        task=_read_task(options.task_file) if options.task_file else None,
-        paths=validation.write_paths(options.paths),
-        model=model,
-        effort=options.effort,
+        task=_read_task(options, words, str(toplevel)),
+        paths=validation.write_paths(options.paths or config.value("paths")),
+        model=None if model in (None, "CLI-default") else model,
+        effort=effort,
         identity=options.identity or "default",
         identity_explicit=options.identity is not None,
         issue=validation.issue_number(options.issue),
@@ -140,6 +283,117 @@ def validate(
         allow_overlap=options.allow_overlap,
         lock_timeout=validation.lock_timeout(options.lock_timeout),
         dry_run=options.dry_run,
+        configured=configured,
+        provenance=provenance,
+        words=words,
+        repository=str(toplevel),
+    )
+
+
+def _configured(
+    options: CreateOptions, config: ProjectConfig, *, model: str | None, effort: str | None
+) -> tuple[str, ...]:
+    """The create defaults the config supplied here (no flag given, and a file sets them)."""
+    taken = {
+        "lead": options.lead is None,
+        "partner": options.partner is None,
+        "validation": options.validation is None,
+        "model": options.model is None and model is not None,
+        "effort": options.effort is None and effort is not None,
+        "paths": not options.paths,
+        "setup": options.setup is None,
+    }
+    return tuple(key for key, used in taken.items() if used and config.source(key) != "default")
+
+
+def _provenance(config: ProjectConfig, configured: tuple[str, ...]) -> str:
+    """Which staffing values the config gave, for a refusal's reason ('' when none did)."""
+    return "; ".join(
+        f"{key} {config.value(key)!r} from {config.file_of(key)}"
+        for key in ("lead", "partner", "model", "effort")
+        if key in configured
+    )
+
+
+@contextmanager
+def _attributed(provenance: str) -> Iterator[None]:
+    """A staffing refusal, saying which of its values came from the config: the flag's own
+    refusal (an unknown partner from a file is `unknown-partner`, as `--partner` would be)."""
+    try:
+        yield
+    except UsageError as error:
+        if provenance:
+            error.reason = f"{error.reason} ({provenance})"
+            error.args = (error.reason,)
+        raise
+
+
+def require_approvals(config: ProjectConfig, request: Request, *, common_dir: Path) -> None:
+    """Refuse (`config-unapproved`) a shell command a config file supplied that the user has not
+    approved (SPEC 8): `setup`, `validation` (what `unit verify` runs) and, for the script
+    partner, `model` (its command line). A flag is the lead's own and needs no approval."""
+    for key in COMMAND_KEYS:
+        if key not in request.configured or (key == "model" and request.partner != "script"):
+            continue
+        config_trust.require_approved(
+            config, key, common_dir=common_dir, toplevel=Path(request.repository)
+        )
+
+
+# -- the create command line, for `next` --------------------------------------------------------
+
+
+def _words(options: CreateOptions) -> tuple[tuple[str, str], ...]:
+    """Every option given, in `--help` order, as (flag, value) ('' for a flag without value),
+    with a relative `--worktree` resolved as the create resolves it."""
+    words: list[tuple[str, str]] = []
+    for item in dataclasses.fields(CreateOptions):
+        flag, value = item.metadata["flag"], getattr(options, item.name)
+        if value is None or value is False or (flag == "--lock-timeout" and value == "30"):
+            continue
+        if flag == "--worktree" and value.strip():
+            value = str(_resolved(value))
+        for one in value if isinstance(value, list) else [value]:
+            words.append((flag, "" if one is True else one))
+    return tuple(words)
+
+
+def _render(words: tuple[tuple[str, str], ...], changes: dict[str, str], repository: str) -> str:
+    """`unit create …` with each flag of `changes` set (in place, else appended), one line."""
+    changes = dict(changes)
+    parts = ["unit", "create"]
+    for flag, given in words:
+        value = changes.pop(flag, given)
+        parts += [flag] if flag in BOOLEAN_FLAGS else [flag, value]
+    for flag, value in changes.items():
+        parts += [flag, value]
+    parts += ["--repo", repository]
+    return " ".join(shlex.quote(part) for part in parts)
+
+
+def _missing_options(
+    missing: list[str], words: tuple[tuple[str, str], ...], repository: str
+) -> UsageError:
+    """One refusal naming every missing option; `next` is the command with a placeholder for
+    each (quoted, so the line still pastes), in the order `--help` lists the options."""
+    metavars = {
+        item.metadata["flag"]: f"<{item.metadata['metavar']}>"
+        for item in dataclasses.fields(CreateOptions)
+    }
+    given = [(flag, value) for flag, value in words if flag not in missing]
+    placeholders = [(flag, PLACEHOLDERS.get(flag, metavars[flag])) for flag in missing]
+    ordered = sorted(given + placeholders, key=lambda word: FLAG_ORDER.index(word[0]))
+    alternatives = {
+        "--task": " (or --task-file)",
+        "--worktree": " (or worktree_root in the config)",
+    }
+    named = [flag + alternatives.get(flag, "") for flag in missing]
+    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    return UsageError(
+        "missing-option",
+        f"create requires {listed}",
+        detail={"missing": missing},
+        next_step=_render(tuple(ordered), {}, repository),
     )
 
 
@@ -149,21 +403,22 @@ def _port_range(config: ProjectConfig) -> tuple[int, int]:
     return parsed
 
 
-def _worktree(options: CreateOptions, config: ProjectConfig, toplevel: Path) -> Path:
-    """`--worktree`, else the path the config's `worktree_root` names; absolute either way (the
-    nesting checks follow in validate_against_repository)."""
+def _worktree(options: CreateOptions, config: ProjectConfig, toplevel: Path, unit_id: str) -> Path:
+    """`--worktree`, else the path the config's `worktree_root` names (`_missing` refused the
+    call with neither); absolute either way (the nesting checks follow in
+    validate_against_repository)."""
     if options.worktree is not None:
-        validation.required(options.worktree, "--worktree")
-        return validation.absolute_path(options.worktree, "--worktree")
+        return _resolved(options.worktree)
     assert options.branch is not None
-    named = config.worktree_for(toplevel=toplevel, unit_id=options.unit, branch=options.branch)
-    if named is None:
-        raise UsageError(
-            "missing-option",
-            "create requires --worktree (or worktree_root in the project config)",
-            next_step="pass --worktree /absolute/path, or set worktree_root in .unitmgr.toml",
-        )
-    return validation.absolute_path(named, "worktree_root")
+    named = config.worktree_for(toplevel=toplevel, unit_id=unit_id, branch=options.branch)
+    assert named is not None
+    return Path(named)
+
+
+def _resolved(worktree: str) -> Path:
+    """`--worktree` made absolute: a relative path is taken from the current directory, as a
+    shell user expects (SPEC 3.3); whether it may be used is validate_against_repository's."""
+    return Path(os.path.normpath(os.path.join(os.getcwd(), os.path.expanduser(worktree))))
 
 
 def validate_against_repository(workspace: Workspace, request: Request) -> None:
@@ -201,14 +456,19 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
                 "worktree-inside-worktree",
                 f"--worktree {request.worktree} is inside the worktree {row.path} — put unit "
                 "worktrees beside the repository, not in it",
+                next_step=_beside(workspace, request),
             )
     if is_inside(target, realpath(workspace.common_git_dir)):
         raise UsageError(
             "worktree-inside-worktree",
             f"--worktree {request.worktree} is inside the git dir {workspace.common_git_dir}",
+            next_step=_beside(workspace, request),
         )
     adapter = adapter_for(request.partner)
-    adapter.validate_staffing(model=request.model, effort=request.effort, identity=request.identity)
+    with _attributed(request.provenance):
+        adapter.validate_staffing(
+            model=request.model, effort=request.effort, identity=request.identity
+        )
     home = identity_home(request.partner, request.identity)
     refuse_same_cli(lead=request.lead, partner=request.partner, partner_home=home)
     model = request.model
@@ -226,6 +486,15 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
             effort=request.effort,
             identity=request.identity,
         )
+
+
+def _beside(workspace: Workspace, request: Request) -> str:
+    """The create again with its worktree beside the repository: `<repo>.units/<unit>`, the
+    layout references/config.md's `worktree_root` example gives."""
+    top = workspace.toplevel
+    return request.command_with(
+        {"--worktree": str(top.parent / f"{top.name}.units" / request.unit_id)}
+    )
 
 
 def new_record(
