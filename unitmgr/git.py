@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from registry.environment import child_environment
-from registry.errors import StateError, hold_interrupts, release_interrupts
+from registry.errors import Rewrite, StateError, hold_interrupts, release_interrupts
 from registry.redact import redact
 from registry.timeutil import seconds_from_env
 
@@ -65,7 +65,16 @@ class GitError(StateError):
 
 class GitTimeout(StateError):
     def __init__(self, step: str, seconds: float) -> None:
-        super().__init__("timeout", f"{step} timed out after {int(seconds)}s")
+        super().__init__(
+            "timeout",
+            f"{step} timed out after {int(seconds)}s",
+            next_command=Rewrite(
+                environment={
+                    "UNITMGR_GIT_TIMEOUT": str(int(seconds) * 2 + 1),
+                    "UNITMGR_NETWORK_TIMEOUT": str(int(seconds) * 2 + 1),
+                }
+            ),
+        )
 
 
 class GitResult:

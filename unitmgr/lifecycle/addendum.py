@@ -22,7 +22,7 @@ from typing import Any
 
 from pair import api as pair_api
 from registry.atomic import write_text_atomic
-from registry.errors import StateError, UsageError
+from registry.errors import Rewrite, StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import validation
@@ -154,6 +154,7 @@ def refuse_append(record: UnitRecord, queue: bool, appended: bool) -> None:
             f"unit {record.unit_id} has an in-flight turn (seq {in_flight.get('seq')}) — nothing "
             "was appended; wait for it, or pass --queue to append now and notify later",
             detail={"in_flight": in_flight},
+            next_command=Rewrite(flags=("--queue",)),
         )
 
 

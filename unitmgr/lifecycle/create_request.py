@@ -16,6 +16,7 @@ from pair.identity import identity_home, refuse_same_cli
 from pair.partners import adapter_for
 from pair.partners.script import first_command_word
 from registry.errors import (
+    Rewrite,
     StateError,
     UsageError,
 )
@@ -62,6 +63,15 @@ class Request:
     dry_run: bool
 
 
+BRANCH_FIX = "--branch: a name git check-ref-format --branch accepts, not starting with -"
+BASE_FIX = "--base: an existing branch's name, e.g. --base main"
+
+
+def beside(toplevel: Path, worktree: Path) -> Rewrite:
+    """The create again with its worktree beside the repository, under the same name."""
+    return Rewrite(set_options={"--worktree": str(toplevel.parent / Path(worktree).name)})
+
+
 def command_label(unit_id: str) -> str:
     return f"unit create --unit {unit_id}"
 
@@ -72,7 +82,11 @@ def command_label(unit_id: str) -> str:
 def _read_task(task_file: str) -> str:
     text = validation.read_input_file(task_file, "--task-file", missing_code="task-file-missing")
     if not text.strip():
-        raise UsageError("task-file-empty", f"task file is empty: {task_file}")
+        raise UsageError(
+            "task-file-empty",
+            f"task file is empty: {task_file}",
+            next_step=f"--task-file: {task_file} holds no text — write the task into it",
+        )
     return text.strip()
 
 
@@ -100,9 +114,13 @@ def validate(
     assert options.branch and options.base and lead
     assert options.partner and options.reason and options.scope and options.validation
     if options.branch.startswith("-"):
-        raise UsageError("invalid-branch", f"invalid branch name: {options.branch!r}")
+        raise UsageError(
+            "invalid-branch", f"invalid branch name: {options.branch!r}", next_step=BRANCH_FIX
+        )
     if options.base.startswith("-"):
-        raise UsageError("invalid-base", f"invalid base branch name: {options.base!r}")
+        raise UsageError(
+            "invalid-base", f"invalid base branch name: {options.base!r}", next_step=BASE_FIX
+        )
     worktree = _worktree(options, config, toplevel)
     validation.staffing(
         lead=lead,
@@ -173,13 +191,14 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
             "invalid-branch",
             f"invalid branch name: {request.branch} — use the repository's convention (for "
             "example feat/<issue>-<slug>)",
+            next_step=BRANCH_FIX,
         )
     if not git.check_branch_name(request.base, cwd=workspace.toplevel):
         raise UsageError(
             "invalid-base",
             f"invalid base branch name: {request.base!r} — git check-ref-format --branch "
             "refuses it",
-            next_step="name the base branch exactly, e.g. --base main",
+            next_step=BASE_FIX,
         )
     target = real_target(request.worktree)
     # A dry run never waits for a lock; a real create lists under the fetch lock, which another
@@ -201,11 +220,13 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
                 "worktree-inside-worktree",
                 f"--worktree {request.worktree} is inside the worktree {row.path} — put unit "
                 "worktrees beside the repository, not in it",
+                next_command=beside(workspace.toplevel, request.worktree),
             )
     if is_inside(target, realpath(workspace.common_git_dir)):
         raise UsageError(
             "worktree-inside-worktree",
             f"--worktree {request.worktree} is inside the git dir {workspace.common_git_dir}",
+            next_command=beside(workspace.toplevel, request.worktree),
         )
     adapter = adapter_for(request.partner)
     adapter.validate_staffing(model=request.model, effort=request.effort, identity=request.identity)
@@ -310,6 +331,8 @@ def adopt_unsigned(workspace: Workspace, record: UnitRecord, request: Request) -
 def compare_for_resume(workspace: Workspace, record: UnitRecord, request: Request) -> None:
     """Refuse at the first immutable field that differs (SPEC 3.3 "Resume"); a signed field
     without the lead's MAC is first replaced by the request's (`adopt_unsigned`)."""
+    from unitmgr.views.observe import create_command
+
     adopt_unsigned(workspace, record, request)
     assert record.staffing is not None
     current = record.staffing.current
@@ -340,8 +363,7 @@ def compare_for_resume(workspace: Workspace, record: UnitRecord, request: Reques
                 "cannot-resume",
                 f"unit {record.unit_id} cannot resume: {name} differs",
                 detail={"field": name, "recorded": recorded, "requested": requested},
-                next_step="repeat create with the recorded options (see unit list's recovery "
-                "command)",
+                next_step=create_command(workspace, record),
             )
 
 

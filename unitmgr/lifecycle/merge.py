@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from registry.errors import StateError, UsageError
+from registry.errors import Rewrite, StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import notify, validation
@@ -64,7 +64,9 @@ def run(repo: str, options: MergeOptions) -> dict[str, Any]:
     head = validation.commit_sha(validation.required(options.head, "--head", "merge"), "--head")
     if options.method not in METHODS:
         raise UsageError(
-            "invalid-method", f"--method must be merge, squash or rebase, got {options.method!r}"
+            "invalid-method",
+            f"--method must be merge, squash or rebase, got {options.method!r}",
+            next_command=Rewrite(set_options={"--method": "merge"}),
         )
     seconds = validation.lock_timeout(options.lock_timeout)
     record = load(workspace, unit_id)

@@ -143,8 +143,7 @@ def report_first_turn(document: dict[str, Any], record: UnitRecord) -> None:
         f"unit {record.unit_id} was created, but its first turn ended {receipt.get('status')}: "
         f"{receipt.get('reason')}",
         detail={"receipt": receipt, "unit": document.get("unit")},
-        next_step=f"{first_turn_resend(record)} — or give the task to another executor: unit "
-        f"restaff --unit {record.unit_id} --lead {record.lead} --partner P --reason R",
+        next_step=first_turn_resend(record),
     )
 
 

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from registry import bounded
-from registry.errors import Interrupted, StateError, ToolError, UsageError
+from registry.errors import Interrupted, Rewrite, StateError, ToolError, UsageError
 from registry.output import dumps, progress
 from registry.redact import redact
 from registry.timeutil import seconds_from_env
@@ -105,7 +105,8 @@ def port_number(port: int) -> int:
         raise UsageError(
             "invalid-port",
             f"--port must be 0 to 65535 (0: any free port), got {port}",
-            next_step="unit serve --port 8787 (or --port 0 for any free port)",
+            next_step="unit serve --port 8787",
+            next_command=Rewrite(set_options={"--port": "8787"}),
         )
     return port
 
@@ -118,8 +119,7 @@ def serve_token(host: str) -> str | None:
             "serve-token-required",
             f"unit serve --host {host} is reachable from other machines: set "
             f"{TOKEN_VARIABLE} (at least {MIN_TOKEN_LENGTH} characters)",
-            next_step=f"{TOKEN_VARIABLE}=$(openssl rand -hex 24) unit serve --host {host}, "
-            "or unit serve (loopback only)",
+            next_step=f"{TOKEN_VARIABLE}=$(openssl rand -hex 24) unit serve --host {host}",
         )
     if token is not None and not TOKEN_SHAPE.fullmatch(token):
         raise UsageError(
