@@ -285,4 +285,5 @@ def check_claude_family(resolution: Resolution, reported: str | None) -> None:
             "model-mismatch",
             f"claude resolved alias {resolution.family} to {reported or 'no reported model'} — "
             f"not a {resolution.family} model",
+            next_step=f"--model: an exact {resolution.family} model id",
         )

@@ -47,7 +47,7 @@ def failure_fields(
     elif status == "cancelled":
         step = resend
     elif status == "worker-lost":
-        step = _command("pair", "clear", "--repo", str(root))
+        step = f"{_command('pair', 'clear', '--repo', str(root))} && {resend}"
     elif status == "wait-timeout":
         step = _command("pair", "wait", "--repo", str(root), "--seq", str(seq))
     else:  # failed, empty-reply: the transcript says why (an empty reply may have used the prompt)

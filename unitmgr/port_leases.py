@@ -81,8 +81,8 @@ def lease(unit_id: str, wanted: int, port_range: tuple[int, int], taken: set[int
             "free": chosen,
             "in_use": busy[:20],
         },
-        next_step=f'set port_range = "{low}-{min(65535, high + max(size, wanted))}" in '
-        ".unitmgr.toml (or dismantle a unit that holds ports), then repeat this unit create",
+        next_step=f'port_range = "{low}-{min(65535, high + max(size, wanted))}" in .unitmgr.toml '
+        "(or dismantle a unit that holds ports)",
     )
 
 

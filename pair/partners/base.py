@@ -84,12 +84,14 @@ NPM_PACKAGES = {
 }
 
 
-def install_line(partner: str, variable: str) -> str:
-    """`partner-not-installed`'s next step: the install command, else the variable to set."""
+def install_line(partner: str, variable: str, verified: tuple[str, ...] = ()) -> str:
+    """The next step of `partner-not-installed` and `partner-cli-unsupported`: the install
+    command (of the newest verified version), else the variable to set."""
     package = NPM_PACKAGES.get(partner)
     if package:
-        return f"npm install -g {package}"
-    return f"{variable}=/path/to/{partner}: set it to the {partner} CLI's binary"
+        return f"npm install -g {package}" + (f"@{verified[-1]}" if verified else "")
+    versions = f" ({', '.join(verified)})" if verified else ""
+    return f"{variable}=/path/to/{partner}: a verified {partner} CLI{versions}"
 
 
 def retry_after_in(text: str | None) -> float | None:

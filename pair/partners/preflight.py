@@ -131,10 +131,8 @@ def verify(adapter: Partner, binary: str) -> str:
                 "version": version,
                 "verified_versions": list(adapter.verified_versions),
             },
-            next_step=(
-                f"install a verified {adapter.name} CLI "
-                f"({', '.join(adapter.verified_versions) or 'see references/headless.md'}) or "
-                f"point {adapter.bin_variable()} at one"
+            next_step=install_line(
+                adapter.name, adapter.bin_variable(), tuple(adapter.verified_versions)
             ),
         )
     _remember(key, {"version": version, "verified_flags": sorted(verified_flags)})

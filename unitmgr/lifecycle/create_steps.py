@@ -73,6 +73,7 @@ class CreateSteps:
                 "worktree-branch-differs",
                 f"unit {record.unit_id} worktree {record.worktree} has branch {row.branch}, "
                 f"not {record.branch}",
+                next_step=f"git -C {shlex.quote(record.worktree)} status --branch --short",
             )
         if row is not None and row.locked is not None and "initializing" in row.locked:
             # `git worktree add` was killed half-way; its half-made worktree is ours to redo,
@@ -176,7 +177,7 @@ class CreateSteps:
                 f"setup timed out after {int(error.seconds)}s",
                 detail={"output_tail": error.output_tail[-2000:]},
                 next_command=Rewrite(
-                    environment={"UNITMGR_SETUP_TIMEOUT": str(int(error.seconds) * 2 + 1)}
+                    environment={"UNITMGR_SETUP_TIMEOUT": str(max(int(error.seconds * 2), 60))}
                 ),
             ) from None
         outcome.update(exit_code=result.exit_code, seconds=result.seconds)

@@ -141,16 +141,13 @@ def merge_refused(
     again = f"unit merge --unit {unit_id} --head {head}"
     if current.head_sha != head:
         reason += f" (the head moved to {current.head_sha})"
-        fix = (
-            f"check the new head (unit scope --unit {unit_id} --approve, unit verify --unit "
-            f"{unit_id}, a fresh review), then unit merge --unit {unit_id} --head "
-            f"{current.head_sha}"
-        )
+        # The new head needs its own scope approval, verification and review first.
+        fix = f"unit scope --unit {unit_id} --approve"
     elif "not allowed" in said.lower():  # "Merge commits are not allowed on this repository."
         others = [other for other in METHODS if other != method]
-        fix = f"{again} --method {others[0]} (or --method {others[1]}), as the repository allows"
+        fix = f"{again} --method {others[0]}"
     else:
-        fix = f"resolve what GitHub says, then {again}"
+        fix = f"unit status --unit {unit_id}"
     return StateError(
         "merge-refused",
         reason,
@@ -193,6 +190,21 @@ def _done(
     return {"ok": True, "status": status, "pr": summary, "unit_id": record.unit_id}
 
 
+# A held merge's next step: the command that resolves its first failing gate (SPEC 3.8).
+GATE_COMMANDS = {
+    "scope_approval": ("unit", "scope"),
+    "verification": ("unit", "verify"),
+}
+
+
+def gate_command(gate: str) -> Rewrite:
+    return Rewrite(command=GATE_COMMANDS.get(gate, ("unit", "status")), keep=("--unit", "--repo"))
+
+
+def gate_fix(gate: str) -> str:
+    return f"{' '.join(GATE_COMMANDS.get(gate, ('unit', 'status')))} --unit ID"
+
+
 def _refuse_held(gates: list[dict[str, Any]]) -> None:
     failing = [gate for gate in gates if not gate["ok"]]
     if failing:
@@ -200,7 +212,8 @@ def _refuse_held(gates: list[dict[str, Any]]) -> None:
             "held",
             f"held: {failing[0]['why']}",
             detail={"gates": gates},
-            next_step="resolve every failing gate in detail.gates, then merge again",
+            next_step=gate_fix(failing[0]["gate"]),
+            next_command=gate_command(failing[0]["gate"]),
         )
 
 

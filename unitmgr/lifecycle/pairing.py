@@ -84,6 +84,7 @@ def verify_pair(record: UnitRecord, staffing: Staffing) -> dict[str, Any]:
                 "pair-mismatch",
                 f"recorded pair {name} differs: expected {wanted or 'CLI-default'}, observed "
                 f"{status.get(name) or 'CLI-default'}",
+                next_step=f"unit dismantle --unit {record.unit_id} --force {record.unit_id}",
             )
     record.pair.sid = status["sid"]
     return {"sid": status["sid"]}

@@ -118,7 +118,7 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
                 f"validation timed out after {int(timeout.seconds)}s",
                 detail={"output_tail": timeout.output_tail[-TAIL_CHARACTERS:]},
                 next_command=Rewrite(
-                    environment={"UNITMGR_VERIFY_TIMEOUT": str(int(timeout.seconds) * 2 + 1)}
+                    environment={"UNITMGR_VERIFY_TIMEOUT": str(max(int(timeout.seconds * 2), 60))}
                 ),
             ) from None
         record.verification_child = None

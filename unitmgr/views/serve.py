@@ -119,14 +119,14 @@ def serve_token(host: str) -> str | None:
             "serve-token-required",
             f"unit serve --host {host} is reachable from other machines: set "
             f"{TOKEN_VARIABLE} (at least {MIN_TOKEN_LENGTH} characters)",
-            next_step=f"{TOKEN_VARIABLE}=$(openssl rand -hex 24) unit serve --host {host}",
+            next_step=f'{TOKEN_VARIABLE}="$(openssl rand -hex 24)" unit serve --host {host}',
         )
     if token is not None and not TOKEN_SHAPE.fullmatch(token):
         raise UsageError(
             "serve-token-required",
             f"{TOKEN_VARIABLE} must be at least {MIN_TOKEN_LENGTH} characters of letters, "
             "digits and ._~+/=-",
-            next_step=f"{TOKEN_VARIABLE}=$(openssl rand -hex 24) unit serve --host {host}",
+            next_step=f'{TOKEN_VARIABLE}="$(openssl rand -hex 24)" unit serve --host {host}',
         )
     return token
 
@@ -230,7 +230,7 @@ def _proven_state_dir(workspace: Workspace, unit_id: str) -> Path | None:
         raise StateError(
             "no-such-unit",
             f"unit {unit_id} is not recorded",
-            next_step="unit list shows the recorded units",
+            next_step="unit list",
         )
     ownership = Ownership(workspace, record, read_only=True)  # no sibling records: this reads
     return ownership.pair_state_dir(ownership.worktree())
