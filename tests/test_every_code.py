@@ -869,7 +869,8 @@ def parses(words: list[str]) -> None:
         return
     name, command, rest = root.resolve_command(context, arguments)
     assert command is not None, words
-    command.make_context(name, rest, parent=context, resilient_parsing=True)
+    parsed = command.make_context(name, rest, parent=context, resilient_parsing=True)
+    assert not parsed.args, (words, parsed.args)  # no words left over: no prose after it
 
 
 def git_subcommand_exists(words: list[str]) -> bool:
@@ -901,11 +902,13 @@ def check_next(code: str, result: Result) -> None:
         assert len(next_step) <= 200, (code, next_step)
         return
     words = command_words(next_step)
-    assert words and words[0] in SHELL_WORDS, (code, next_step)  # no prose before the command
-    if words[0] in ("unit", "pair"):
-        parses(words)
-    elif words[0] == "git":
-        assert git_subcommand_exists(words), (code, next_step)
+    for segment in " ".join(shlex.quote(word) for word in words).split(" '&&' "):
+        part = command_words(segment)  # each command of a `a && b` line
+        assert part and part[0] in SHELL_WORDS, (code, next_step)  # no prose before it
+        if part[0] in ("unit", "pair"):
+            parses(part)
+        elif part[0] == "git":
+            assert git_subcommand_exists(part), (code, next_step)
     argv = result.argv
     if argv and argv[0] in ("unit", "pair"):
         if code == "interrupted":

@@ -607,14 +607,13 @@ def bind(host: str, port: int, dashboard: Dashboard) -> DashboardServer:
                 "port-in-use",
                 f"port {port} on {host} is in use by another process",
                 detail={"host": host, "port": port},
-                next_step=f"unit serve --host {host} --port 0 (any free port), or stop what "
-                f"listens on {port}",
+                next_step=f"unit serve --host {host} --port 0",  # any free port
             ) from None
         raise StateError(
             "bind-failed",
             f"cannot listen on {host}:{port}: {error.strerror or error}",
             detail={"host": host, "port": port, "errno": error.errno},
-            next_step="unit serve --host 127.0.0.1, or a --host that is an address of this machine",
+            next_step="unit serve --host 127.0.0.1",
         ) from None
 
 
