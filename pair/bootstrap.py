@@ -216,6 +216,7 @@ def _bootstrap(
                 f"{error}; the bootstrap session {sid} exists in Claude's store but no pair was "
                 f"recorded; see {transcript}",
                 detail=detail,
+                next_step=f"--model: an exact {resolution.family or 'claude'} model id",
             ) from None
         if isinstance(reported, str):
             session.model_resolved = reported

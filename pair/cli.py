@@ -127,7 +127,9 @@ def send(
     """Send one turn and print its receipt. With --background: the running record."""
     if write and read_only:
         raise UsageError(
-            "write-and-read-only", "--write and --read-only contradict each other on one turn"
+            "write-and-read-only",
+            "--write and --read-only contradict each other on one turn",
+            next_step="--write or --read-only: one of them",
         )
     lease = True if write else False if read_only else None
     return api.send(

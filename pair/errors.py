@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from registry.errors import RetryableError, StateError, ToolError, UsageError
+from registry.errors import RetryableError, Rewrite, StateError, ToolError, UsageError
 
-__all__ = ["RetryableError", "StateError", "ToolError", "UsageError"]
+__all__ = ["RetryableError", "Rewrite", "StateError", "ToolError", "UsageError"]

@@ -77,7 +77,9 @@ def locate(repo: str | Path) -> Place:
     if not path.is_absolute():
         path = Path.cwd() / path
     if not path.is_dir():
-        raise UsageError("not-a-directory", f"not a directory: {repo}")
+        raise UsageError(
+            "not-a-directory", f"not a directory: {repo}", next_step="--repo: the worktree's path"
+        )
     try:
         completed = _git(path, "rev-parse", "--show-toplevel", "--absolute-git-dir")
     except (OSError, subprocess.SubprocessError) as error:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from pathlib import Path
 
 from pair.environment import detect_lead
-from pair.errors import UsageError
+from pair.errors import Rewrite, UsageError
 
 IDENTITY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
@@ -31,6 +32,7 @@ def codex_home(identity: str) -> str:
             "identity-refused",
             f"identity {identity} has no Codex home at {path} — create it (log in with "
             f"CODEX_HOME={path} codex login) or use default",
+            next_step=f"CODEX_HOME={shlex.quote(str(path))} codex login",
         )
     return os.path.realpath(path)
 
@@ -47,6 +49,7 @@ def identity_home(partner: str, identity: str) -> str | None:
                 "identity-refused",
                 f"{partner} has no named identities — only codex keeps one account per home; "
                 "drop --identity or use default",
+                next_command=Rewrite(drop=("--identity",)),
             )
         return None
     return codex_home(identity)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -206,8 +207,7 @@ def start_supervisor(
         raise StateError(
             "supervisor-failed",
             f"could not start the detached turn supervisor: {error}",
-            next_step=f"fix the cause, then resend: pair send --repo {root} --kind {kind} "
-            "--body-file FILE",
+            next_step=f"tail -n 40 {shlex.quote(str(log_file))}",
         ) from None
     finally:
         os.close(log_fd)
@@ -237,8 +237,7 @@ def start_supervisor(
                 "supervisor-failed",
                 f"the detached supervisor pid {supervisor.pid} exited before startup — see "
                 f"{log_file}",
-                next_step=f"read {log_file}, then resend: pair send --repo {root} --kind {kind} "
-                "--body-file FILE",
+                next_step=f"tail -n 40 {shlex.quote(str(log_file))}",
             )
         if time.monotonic() > deadline:
             _stop_late_supervisor(paths, supervisor, token)
@@ -247,8 +246,7 @@ def start_supervisor(
                 f"the detached supervisor pid {supervisor.pid} did not start within "
                 f"{handshake:g}s and was stopped — see {log_file}",
                 detail={"seq": seq, "supervisor_pid": supervisor.pid},
-                next_step=f"read {log_file}, then resend: pair send --repo {root} --kind {kind} "
-                "--body-file FILE",
+                next_step=f"tail -n 40 {shlex.quote(str(log_file))}",
             )
         # Never past the deadline: a supervisor that misses it is stopped at the deadline.
         time.sleep(max(0.0, min(HANDSHAKE_POLL_SECONDS, deadline - time.monotonic())))

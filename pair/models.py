@@ -17,6 +17,8 @@ from pair import codex_rpc
 from pair.errors import UsageError
 from registry.timeutil import iso_z
 
+MODEL_FIX = "--model: an exact model id, or latest:<family> for a family the catalog has"
+
 CLAUDE_FAMILIES = ("fable", "opus", "sonnet")
 LISTING_TIMEOUT_SECONDS = 30.0
 
@@ -49,6 +51,7 @@ def parse(model: str | None) -> tuple[str, str | None]:
         raise UsageError(
             "invalid-model",
             "plain `latest` names no family — use latest:<family>, for example latest:sol",
+            next_step=MODEL_FIX,
         )
     if model.lower().startswith("latest:"):
         family = model.split(":", 1)[1]
@@ -56,6 +59,7 @@ def parse(model: str | None) -> tuple[str, str | None]:
             raise UsageError(
                 "invalid-model",
                 f"{model} is not a family — use latest:<family> with letters and digits only",
+                next_step=MODEL_FIX,
             )
         return "family", family.lower()
     return "explicit", model
@@ -71,7 +75,7 @@ def version_key(version: str) -> tuple[int, ...]:
 def newest(candidates: list[tuple[str, str]], what: str) -> str:
     """The id with the highest version among (version, id) pairs; a tie is ambiguous."""
     if not candidates:
-        raise UsageError("model-unresolved", f"no {what}")
+        raise UsageError("model-unresolved", f"no {what}", next_step=MODEL_FIX)
     top = max(version_key(version) for version, _ in candidates)
     winners = sorted({ident for version, ident in candidates if version_key(version) == top})
     if len(winners) > 1:
@@ -79,6 +83,7 @@ def newest(candidates: list[tuple[str, str]], what: str) -> str:
             "model-unresolved",
             f"{what} is ambiguous at its newest version: {', '.join(winners)} — name one "
             "explicitly",
+            next_step=f"--model {winners[0]} (an exact id: one of {', '.join(winners)})",
         )
     return winners[0]
 
@@ -88,10 +93,14 @@ def _listing(argv: list[str], environment: dict[str, str]) -> str:
 
     code, out, err = run_probe(argv, environment=environment, timeout=LISTING_TIMEOUT_SECONDS)
     if code is None:
-        raise UsageError("model-unresolved", f"cannot run {' '.join(argv)}: {err}")
+        raise UsageError(
+            "model-unresolved", f"cannot run {' '.join(argv)}: {err}", next_step=MODEL_FIX
+        )
     if code != 0:
         raise UsageError(
-            "model-unresolved", f"{' '.join(argv)} exited {code}: {err.strip()[-300:]}"
+            "model-unresolved",
+            f"{' '.join(argv)} exited {code}: {err.strip()[-300:]}",
+            next_step=MODEL_FIX,
         )
     return out
 
@@ -118,6 +127,7 @@ def resolve(
                     "model-unresolved",
                     "claude resolves only the documented aliases "
                     f"{', '.join(CLAUDE_FAMILIES)} — latest:{family} has no live catalog here",
+                    next_step=f"--model: an exact id or one of {', '.join(CLAUDE_FAMILIES)}",
                 )
             return Resolution(model, family, None, "claude system.init.model", None, family=family)
         return Resolution(model, value, None, "claude system.init.model", None)
@@ -139,6 +149,7 @@ def resolve(
         "model-unresolved",
         f"{partner} has no latest:<family> resolution — name an exact model "
         f"(`{partner} models` lists them)",
+        next_step=MODEL_FIX,
     )
 
 
@@ -274,4 +285,5 @@ def check_claude_family(resolution: Resolution, reported: str | None) -> None:
             "model-mismatch",
             f"claude resolved alias {resolution.family} to {reported or 'no reported model'} — "
             f"not a {resolution.family} model",
+            next_step=f"--model: an exact {resolution.family} model id",
         )

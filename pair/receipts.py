@@ -34,29 +34,24 @@ def failure_fields(
     retry_after_seconds: float | None = None,
 ) -> dict[str, Any]:
     """`{code, next}` for a failed turn of `status` in the worktree `root`."""
+    # One command each (SPEC 3.0): what to read first, or the resend. FILE is the lead's own
+    # body file, which a receipt does not know.
     resend = _command("pair", "send", "--repo", str(root), "--kind", kind or "task")
     resend += " --body-file FILE"
-    read = f"read the transcript {transcript}" if transcript else "read the transcript"
+    read = _command("tail", "-n", "40", transcript) if transcript else None
     if status == "rate-limited":
-        wait = (
-            f"wait {retry_after_seconds:g}s"
-            if retry_after_seconds is not None
-            else "wait until the partner's limit resets"
-        )
-        step = f"{wait}, then resend: {resend}"
-    elif status == "empty-reply":
-        step = f"{read} before resending (the prompt may already be consumed), then: {resend}"
+        pause = f"{retry_after_seconds:g}" if retry_after_seconds is not None else "300"
+        step = f"sleep {pause} && {resend}"
     elif status == "hang-killed":
-        step = f"{read}; if the work is slow, resend with larger budgets: {resend} --idle-min M"
+        step = f"{resend} --idle-min 30"
     elif status == "cancelled":
-        step = f"the turn was stopped; send the next one when ready: {resend}"
+        step = resend
     elif status == "worker-lost":
-        clear = _command("pair", "clear", "--repo", str(root))
-        step = f"once no process of the turn is alive: {clear}, then resend: {resend}"
+        step = f"{_command('pair', 'clear', '--repo', str(root))} && {resend}"
     elif status == "wait-timeout":
-        step = f"wait again: {_command('pair', 'wait', '--repo', str(root), '--seq', str(seq))}"
-    else:
-        step = f"{read}, fix the cause, then resend: {resend}"
+        step = _command("pair", "wait", "--repo", str(root), "--seq", str(seq))
+    else:  # failed, empty-reply: the transcript says why (an empty reply may have used the prompt)
+        step = read or resend
     return {"code": status, "next": step}
 
 

@@ -129,10 +129,13 @@ def load_session(paths: PairPaths) -> Session | None:
         raise StateError(
             "pair-session-unreadable",
             f"the pair session {paths.session_file} is unreadable: {error}",
+            next_step=f"{paths.session_file}: inspect it, then move it aside",
         ) from None
     if not isinstance(data, dict):
         raise StateError(
-            "pair-session-unreadable", f"the pair session {paths.session_file} is not an object"
+            "pair-session-unreadable",
+            f"the pair session {paths.session_file} is not an object",
+            next_step=f"{paths.session_file}: inspect it, then move it aside",
         )
     version = data.get("schema_version")
     try:
@@ -143,6 +146,7 @@ def load_session(paths: PairPaths) -> Session | None:
         raise StateError(
             "pair-session-unreadable",
             f"the pair session {paths.session_file} is unreadable: {error}",
+            next_step=f"{paths.session_file}: inspect it, then move it aside",
         ) from None
 
 

@@ -64,7 +64,7 @@ def check_option_values(root: Any, argv: Sequence[str]) -> None:
                     raise UsageError(
                         "missing-value",
                         f"missing value for {token}",
-                        next_step=f"give {token} a value; a value may not start with --",
+                        next_step=f"{token} needs a value (one that does not start with --)",
                     )
                 index += 2
                 continue
@@ -106,9 +106,34 @@ def completing(prog_name: str) -> bool:
     return f"_{prog_name.upper()}_COMPLETE" in os.environ
 
 
-def _usage_document(error: typer.TyperException) -> dict[str, Any]:
+def _usage_document(
+    error: typer.TyperException, app: typer.Typer, arguments: Sequence[str], prog_name: str
+) -> dict[str, Any]:
     message = error.format_message()
-    return UsageError("usage", message.rstrip(".") if message else "invalid usage").document()
+    document = UsageError("usage", message.rstrip(".") if message else "invalid usage").document()
+    document["next"] = help_for(app, arguments, prog_name)
+    return document
+
+
+def help_for(app: typer.Typer, arguments: Sequence[str], prog_name: str) -> str:
+    """`PROG COMMAND --help` for the command the line names, else for the closest real command
+    (a typo), else `PROG --help`: never the help of a command that does not exist."""
+    import difflib
+
+    names = [
+        info.name or (info.callback.__name__.replace("_", "-") if info.callback else "")
+        for info in app.registered_commands
+        if not info.hidden
+    ]
+    first = arguments[0] if arguments and not arguments[0].startswith("-") else None
+    if first is None:
+        return shlex.join([prog_name, "--help"])
+    if first not in names:
+        close = difflib.get_close_matches(first, names, n=1)
+        if not close:
+            return shlex.join([prog_name, "--help"])
+        first = close[0]
+    return shlex.join([prog_name, first, "--help"])
 
 
 def _group() -> None:
@@ -202,7 +227,7 @@ def run(app: typer.Typer, argv: Sequence[str] | None, prog_name: str) -> int:
             return command.main(args=arguments, prog_name=prog_name, standalone_mode=False)
         except typer.TyperException as error:
             code = EXIT_USAGE if getattr(error, "exit_code", 2) == 2 else EXIT_REFUSED
-            return failure(_usage_document(error), code, command_line)
+            return failure(_usage_document(error, app, arguments, prog_name), code, command_line)
         except typer.Abort:
             raise KeyboardInterrupt from None
 

@@ -42,6 +42,77 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
+class Rewrite:
+    """A next step built from the failed command line (SPEC 3.0: `next` is one pasteable
+    command, never the identical one). Either the line itself, changed, or — with `command` —
+    another command (`("unit", "list")`) carrying the options of `keep` over from the line
+    (`--repo` by default, so the next step looks at the same repository). Then options are set
+    to a value (replaced where the line has them, else appended), dropped (with their value
+    unless listed in `flags`), flags added, and environment assignments put in front.
+
+    Only the runner knows the command line, so a refusal names the change and
+    `registry.outcome` applies it to the line that ran.
+    """
+
+    def __init__(
+        self,
+        *,
+        command: tuple[str, ...] = (),
+        keep: tuple[str, ...] = ("--repo",),
+        set_options: dict[str, str] | None = None,
+        drop: tuple[str, ...] = (),
+        flags: tuple[str, ...] = (),
+        environment: dict[str, str] | None = None,
+    ) -> None:
+        self.command = command
+        self.keep = keep
+        self.set_options = set_options or {}
+        self.drop = drop
+        self.flags = flags
+        self.environment = environment or {}
+
+    def apply(self, command_line: str) -> str:
+        import shlex
+
+        words = shlex.split(command_line)
+        if self.command:
+            kept = [*self.command]
+            for option in self.keep:
+                value = _value_of(words, option)
+                if value is not None:
+                    kept += [option, value]
+            words = kept
+        for option in (*self.drop, *self.set_options):
+            words = _without(words, option, takes_value=option not in self.flags)
+        for option, value in self.set_options.items():
+            words += [option, value]
+        words += [flag for flag in self.flags if flag not in words and flag not in self.drop]
+        prefix = "".join(f"{key}={shlex.quote(value)} " for key, value in self.environment.items())
+        return prefix + shlex.join(words)
+
+
+def _value_of(words: list[str], option: str) -> str | None:
+    for index, word in enumerate(words):
+        if word == option and index + 1 < len(words):
+            return words[index + 1]
+        if word.startswith(option + "="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def _without(words: list[str], option: str, *, takes_value: bool) -> list[str]:
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == option:
+            skip = takes_value
+        elif not word.startswith(option + "="):
+            kept.append(word)
+    return kept
+
+
 class ToolError(Exception):
     """A refusal or failure with a stable `code`. Never raised directly: pick the subclass."""
 
@@ -49,13 +120,22 @@ class ToolError(Exception):
     retryable: ClassVar[bool] = False
 
     def __init__(
-        self, code: str, reason: str, *, detail: Any = None, next_step: str | None = None
+        self,
+        code: str,
+        reason: str,
+        *,
+        detail: Any = None,
+        next_step: str | None = None,
+        next_command: Rewrite | None = None,
     ) -> None:
         super().__init__(reason)
         self.code = code
         self.reason = reason
         self.detail = detail
+        # `next_step` is what a library caller sees; the CLIs print `next_command` applied to
+        # the command line that ran, when there is one.
         self.next_step = next_step
+        self.next_command = next_command
         self.fields: dict[str, Any] = {}  # extra top-level fields, e.g. `dry_run: true`
 
     def document(self) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from registry import bounded
 from registry.atomic import FILE_MODE, ensure_private_dir
-from registry.errors import RetryableError
+from registry.errors import RetryableError, Rewrite
 from registry.redact import redact
 from registry.timeutil import iso_z, parse_iso, utc_now
 
@@ -187,7 +187,8 @@ class FileLock:
             "lock-busy",
             f"{self.subject} is busy: {description}",
             detail={"lock_file": str(self.path), "holder": holder},
-            next_step="wait for that command to finish, or raise --lock-timeout",
+            next_step="--lock-timeout 120 (wait longer for that command to finish)",
+            next_command=Rewrite(set_options={"--lock-timeout": "120"}),
         )
 
     def release(self) -> None:

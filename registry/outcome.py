@@ -20,6 +20,7 @@ from registry.errors import (
     EXIT_REFUSED,
     EXIT_USAGE,
     Interrupted,
+    Rewrite,
     ToolError,
     raise_interrupted,
 )
@@ -51,18 +52,54 @@ def interruptible() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+_UNIT_STATUS = Rewrite(command=("unit", "status"), keep=("--unit", "--repo"))
+_UNIT_LIST = Rewrite(command=("unit", "list"))
+_PAIR_END = Rewrite(command=("pair", "end"))
+_PAIR_STATUS = Rewrite(command=("pair", "status"))
+
+# One next step per code, whichever command refused (SPEC 3.0: the same `code` gets the same
+# `next` from every command). A refusal's own `next_command` still wins: it knows the value.
+BY_CODE: dict[str, Rewrite | str] = {
+    "no-such-unit": _UNIT_LIST,
+    "unit-exists": _UNIT_STATUS,
+    "wrong-lifecycle": _UNIT_LIST,
+    "pair-missing": _UNIT_LIST,
+    "head-moved": _UNIT_STATUS,
+    "no-head": _UNIT_STATUS,
+    "unit-vanished": Rewrite(flags=("--dry-run",)),
+    "pair-exists": _PAIR_END,
+    "pair-identity-differs": _PAIR_END,
+    "bootstrap-in-flight": _PAIR_STATUS,
+    "no-pair-session": Rewrite(command=("pair", "init", "--help"), keep=()),
+    "not-a-git-repository": "--repo: a directory inside a git repository",
+    "github-not-configured": "GITHUB_REPOSITORY=owner/name, or an origin on GitHub",
+}
+
+
 def _next_for(document: dict[str, Any], exit_code: int, command: str) -> str:
-    """A next step for a failure that names none (SPEC 3.0: `next` is never empty)."""
+    """A next step for a failure that names none (SPEC 3.0: `next` is never empty, and is a
+    command that makes progress, never the one that failed)."""
+    words = shlex.split(command)
     if exit_code == EXIT_USAGE:
-        words = shlex.split(command)[:2]
+        words = words[:2]
         if len(words) == 2 and words[1].startswith("-"):
             words = words[:1]  # `unit --bogus`: the program's help, not `unit --bogus --help`
-        return f"fix the command line: {shlex.join([*words, '--help'])} lists the options"
+        return shlex.join([*words, "--help"])
     if document.get("retryable"):
-        return f"retry later: {command}"
+        return f"sleep 30 && {command}"
     if document.get("code") == "internal":
-        return "a bug: report it with this output"
-    return f"read reason and detail, fix the cause, then repeat: {command}"
+        return "a bug: report it with this output (and the log detail.log names)"
+    return look_at_state(words)
+
+
+def look_at_state(words: list[str]) -> str:
+    """The read that shows what refused `words`: the unit's status, the pair's, or the list."""
+    line = shlex.join(words)
+    if words and words[0] == "pair":
+        return Rewrite(command=("pair", "status")).apply(line)
+    if "--unit" in words or any(word.startswith("--unit=") for word in words):
+        return Rewrite(command=("unit", "status"), keep=("--unit", "--repo")).apply(line)
+    return Rewrite(command=("unit", "list")).apply(line)
 
 
 def failure(document: dict[str, Any], exit_code: int, command: str) -> int:
@@ -79,11 +116,17 @@ def deliver(call: Callable[[], object], command_line: str) -> int:
             result = call()
     except ToolError as error:
         document = error.document()
+        step = error.next_command or BY_CODE.get(error.code)
+        if isinstance(step, Rewrite):
+            document["next"] = step.apply(command_line)
+        elif step is not None:
+            document["next"] = step
         if crashlog.unexpected_cause(error) is not None:
             # A typed failure around an unexpected exception (`step-failed`): its trace is kept.
             log = crashlog.write(error, command_line)
             if log is not None and isinstance(document.get("detail") or {}, dict):
                 document["detail"] = {**(document.get("detail") or {}), "log": str(log)}
+                document["next"] = shlex.join(["tail", "-n", "40", str(log)])
         return failure(document, error.exit_code, command_line)
     except (Interrupted, KeyboardInterrupt) as error:
         signum = error.signum if isinstance(error, Interrupted) else signal.SIGINT
@@ -92,7 +135,8 @@ def deliver(call: Callable[[], object], command_line: str) -> int:
             "ok": False,
             "code": "interrupted",
             "reason": f"interrupted by {name}; children were stopped and the journal kept",
-            "next": f"repeat the command to resume: {command_line}",
+            # The bare command line: a journaled command resumes, a read runs again.
+            "next": command_line,
             "detail": {"signal": name},
         }
         return failure(document, 128 + signum, command_line)

@@ -197,6 +197,7 @@ class Result:
     document: Any
     stdout: str
     stderr: str
+    argv: tuple[str, ...] = ()  # the command line that ran (program first)
 
     def __getitem__(self, key: str) -> Any:
         return self.document[key]
@@ -224,7 +225,9 @@ def run_cli(
         document = json.loads(completed.stdout) if completed.stdout.strip() else None
     except ValueError:
         document = None
-    return Result(completed.returncode, document, completed.stdout, completed.stderr)
+    return Result(
+        completed.returncode, document, completed.stdout, completed.stderr, (program, *args)
+    )
 
 
 def _build_repositories(root: Path, *, with_origin: bool) -> None:

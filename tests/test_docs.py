@@ -117,3 +117,32 @@ def test_every_code_in_the_source_is_in_the_table() -> None:
     documented = set(re.findall(r"^\| `([a-z-]+)` \|", table, re.MULTILINE))
     missing = sorted(_codes_in_source() - documented - {"no-pair"})
     assert not missing, f"codes missing from references/json-output.md: {missing}"
+
+
+def test_the_skill_names_the_commands_without_lock_timeout() -> None:
+    """SKILL.md's claim about `--lock-timeout` matches the CLI: the commands it exempts are
+    exactly those without the option, and the default it states is the CLI's."""
+    import re
+
+    import typer.main
+
+    from unitmgr.cli import whole_app
+
+    root = typer.main.get_command(whole_app())
+    without = sorted(
+        name
+        for name, command in root.commands.items()
+        if not any("--lock-timeout" in parameter.opts for parameter in command.params)
+    )
+    text = (ROOT / "skills" / "orchestrate" / "SKILL.md").read_text()
+    claim = re.search(r"every command but (.+?) takes `--lock-timeout SECONDS` \(default (\d+)\)",
+                      " ".join(text.split()))  # fmt: skip
+    assert claim is not None
+    assert sorted(re.findall(r"`unit ([a-z-]+)`", claim.group(1))) == without
+    defaults = {
+        parameter.default
+        for command in root.commands.values()
+        for parameter in command.params
+        if "--lock-timeout" in parameter.opts
+    }
+    assert defaults == {claim.group(2)}, defaults

@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -324,7 +325,7 @@ def _vanished(e: Env) -> Result:
     (e.sandbox.registry / "units" / "u1.json").unlink()
     os.close(lock)
     stdout, stderr = waiting.communicate(timeout=60)
-    return Result(waiting.returncode, json.loads(stdout), stdout, stderr)
+    return Result(waiting.returncode, json.loads(stdout), stdout, stderr, tuple(waiting.args))
 
 
 @case("cannot-resume")
@@ -632,7 +633,7 @@ def _interrupted(e: Env) -> Result:
     wait_until(started.exists)
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
-    return Result(process.returncode, json.loads(stdout), stdout, stderr)
+    return Result(process.returncode, json.loads(stdout), stdout, stderr, tuple(process.args))
 
 
 @case("port-in-use")
@@ -816,6 +817,148 @@ def _merge_refused(e: Env) -> Result:
     return e.unit("merge", "--unit", "u1", "--head", head)
 
 
+# -- `next` is a command (SPEC 3.0) ---------------------------------------------------------------
+
+# The codes where no command can help: `next` is one short fix naming the option, file or value
+# to change (it starts with the option, e.g. `--branch: …`, or the variable, `NAME=…`).
+SHORT_FIXES = {
+    "missing-value", "missing-option", "invalid-unit-id", "invalid-branch", "invalid-base",
+    "invalid-issue", "invalid-paths", "invalid-identity", "unknown-partner", "unknown-lead",
+    "lead-is-partner", "script-needs-model", "script-command-not-found", "invalid-model",
+    "model-unresolved", "model-mismatch", "task-file-missing", "task-file-empty",
+    "input-not-regular-file", "input-too-large", "conflict", "branch-exists", "worktree-exists",
+    "setup-failed", "no-validation", "not-a-git-repository", "github-not-configured",
+    "github-refused", "no-such-milestone", "partner-cli-unsupported", "config-invalid",
+    "ports-unavailable", "unknown-kind", "unknown-role", "write-and-read-only", "missing-body",
+    "no-body-file", "empty-body", "invalid-budget", "not-a-directory", "internal",
+    "record-too-new", "partner-refuses-root", "pair-session-unreadable",
+}  # fmt: skip
+BOILERPLATE = (
+    "fix the cause", "then repeat", "--help lists", "repeat the command", "read reason",
+    "fix the command line", "once the cause is fixed", "resend:",
+)  # fmt: skip
+SHELL_WORDS = {"unit", "pair", "git", "tail", "cd", "sleep", "mv", "npm", "ps", "cat"}
+ASSIGNMENT = re.compile(r"[A-Z][A-Z0-9_]*=")
+# A short fix opens with what to change: an option, a variable, a file, a config key.
+SHORT_FIX = re.compile(r"(--[a-z-]+|[A-Z][A-Z0-9_]*=|/|[a-z_.]+( =|:| in )|a bug)")
+# turn-in-flight's next step depends on the command by design: an addendum queues behind the
+# turn (`--queue`, SPEC 3.6), every other command stops it first (`unit cancel`); it has no ALSO.
+
+
+def command_words(line: str) -> list[str]:
+    words = shlex.split(line)
+    while words and ASSIGNMENT.match(words[0]):
+        words = words[1:]  # `NAME=VALUE command …`: the environment of one command
+    return words
+
+
+def parses(words: list[str]) -> None:
+    """`words` parse with the CLI's own parser (options and choices exist), nothing run."""
+    import typer.main
+
+    if words[0] == "unit":
+        from unitmgr.cli import whole_app as app_of
+    else:
+        from pair.cli import app
+
+        def app_of() -> Any:
+            return app
+
+    root = typer.main.get_command(app_of())
+    context = root.make_context(words[0], words[1:], resilient_parsing=True)
+    arguments = [*context._protected_args, *context.args]
+    if not arguments or arguments == ["--help"]:
+        return
+    name, command, rest = root.resolve_command(context, arguments)
+    assert command is not None, words
+    parsed = command.make_context(name, rest, parent=context, resilient_parsing=True)
+    assert not parsed.args, (words, parsed.args)  # no words left over: no prose after it
+
+
+def git_subcommand_exists(words: list[str]) -> bool:
+    rest = words[1:]
+    while rest and rest[0] == "-C":
+        rest = rest[2:]
+    probe = subprocess.run(["git", rest[0], "-h"], capture_output=True, text=True)
+    return "is not a git command" not in probe.stderr
+
+
+def template(code: str, next_step: str, argv: tuple[str, ...]) -> str:
+    """What one code's next step is, with ids, paths and values abstracted: the command it
+    names (or SAME: the failed one, changed) and the options it adds."""
+    if code in SHORT_FIXES and SHORT_FIX.match(next_step):
+        return next_step.split(maxsplit=1)[0].rstrip(":")
+    words = command_words(next_step)
+    head = words[:2] if words[:1] in (["unit"], ["pair"]) else words[:1]
+    same = list(argv[: len(head)]) == head
+    added = sorted({word for word in words if word.startswith("--") and word not in argv})
+    return f"{'SAME' if same else ' '.join(head)} {' '.join(added)}".strip()
+
+
+def check_next(code: str, result: Result) -> None:
+    next_step: str = result["next"]
+    lowered = next_step.lower()
+    assert not any(phrase in lowered for phrase in BOILERPLATE), (code, next_step)
+    assert "\n" not in next_step, (code, next_step)
+    if code in SHORT_FIXES and SHORT_FIX.match(next_step):
+        assert len(next_step) <= 200, (code, next_step)
+        return
+    words = command_words(next_step)
+    after_cd = False
+    for segment in " ".join(shlex.quote(word) for word in words).split(" '&&' "):
+        part = command_words(segment)  # each command of a `a && b` line
+        if after_cd:
+            break  # `cd W && COMMAND`: the rest is the recorded command itself (validation)
+        assert part and part[0] in SHELL_WORDS, (code, next_step)  # no prose before it
+        after_cd = part[0] == "cd"
+        if part[0] in ("unit", "pair"):
+            parses(part)
+        elif part[0] == "git":
+            assert git_subcommand_exists(part), (code, next_step)
+    argv = result.argv
+    if argv and argv[0] in ("unit", "pair"):
+        if code == "interrupted":
+            assert words == list(argv), next_step  # the bare command line resumes
+        else:
+            assert shlex.split(next_step) != list(argv), (code, next_step)  # never the failed one
+
+
+# More commands that refuse with a code already provoked above: the same code must get the same
+# next step from each (SPEC 3.0).
+ALSO: dict[str, list[Callable[[Env], Result]]] = {
+    "no-such-unit": [
+        lambda e: e.unit("tail", "--unit", "nope"),
+        lambda e: e.unit("verify", "--unit", "nope"),
+        lambda e: e.unit("dismantle", "--unit", "nope", "--force", "nope"),
+        lambda e: e.unit("addendum", "--unit", "nope", "--text", "more"),
+    ],
+    "invalid-unit-id": [lambda e: e.unit("status", "--unit", "bad id")],
+    "invalid-lock-timeout": [lambda e: e.unit("status", "--all", "--lock-timeout", "x")],
+    "lead-is-partner": [
+        lambda e: (write_record(e.sandbox, "u1", lead="codex"), e.unit(
+            "restaff", "--unit", "u1", "--lead", "codex", "--partner", "codex",
+            "--effort", "high", "--reason", "codes"))[1],
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("code", "index"),
+    [(code, i) for code, cases in sorted(ALSO.items()) for i in range(len(cases))],
+)
+def test_the_same_code_gets_the_same_next_from_every_command(
+    code: str, index: int, sandbox: Sandbox, fake_partners: FakePartners,
+    request: pytest.FixtureRequest,
+) -> None:  # fmt: skip
+    env = Env(sandbox, fake_partners, request)
+    first, other = CASES[code](env), ALSO[code][index](Env(sandbox, fake_partners, request))
+    assert other.document is not None and other["code"] == code, other.stdout
+    check_next(code, first)
+    check_next(code, other)
+    assert template(code, first["next"], first.argv) == template(code, other["next"], other.argv), (
+        first["next"], other["next"])  # fmt: skip
+
+
 # -- the test ------------------------------------------------------------------------------------
 
 
@@ -842,6 +985,7 @@ def test_a_failing_call_prints_its_code_exit_and_next(
     assert result["code"] == code, result.stdout
     assert result.code in documented_exits(code), (result.code, DOCUMENTED[code])
     assert isinstance(result.document.get("next"), str) and result["next"].strip(), result.stdout
+    check_next(code, result)
 
 
 @pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
@@ -863,7 +1007,7 @@ def test_an_interrupted_create_kills_its_setup_and_resumes(
     stdout, _ = process.communicate(timeout=60)
     document = json.loads(stdout)
     assert process.returncode == exit_code and document["code"] == "interrupted", stdout
-    assert document["next"].startswith("repeat the command to resume: unit create --unit u1")
+    assert document["next"] == shlex.join(process.args), document["next"]  # the bare command
     from tests.conftest import gone
 
     assert gone(int(pid_file.read_text()))  # the setup's group was killed first

@@ -147,7 +147,7 @@ def test_a_refusal_after_the_head_moved_names_the_new_head(sandbox: Sandbox, git
     assert refused.code == 1 and refused["code"] == "merge-refused", refused.stdout
     assert "Head branch was modified. Review and try the merge again." in refused["reason"]
     assert f"(the head moved to {'7' * 40})" in refused["reason"]
-    assert refused["next"].endswith(f"unit merge --unit u1 --head {'7' * 40}")
+    assert refused["next"] == "unit scope --unit u1 --approve"  # the new head's gates first
     assert github.pulls[number]["merged_at"] is None
 
 

@@ -44,7 +44,7 @@ def test_a_failed_receipt_has_the_universal_failure_shape(sandbox: Sandbox) -> N
     receipt = result.document
     assert receipt["ok"] is False and receipt["status"] == "failed"
     assert receipt["code"] == "failed"
-    assert receipt["reason"] and f"--repo {sandbox.repo} --kind review" in receipt["next"]
+    assert receipt["reason"] and receipt["next"] == f"tail -n 40 {receipt['transcript']}"
     assert receipt["model"] == model and receipt["effort"] is None
     assert receipt["retry_after_seconds"] is None and receipt["leftovers"] == []
     assert json.loads(Path(receipt["receipt_file"]).read_text()) == receipt
@@ -62,7 +62,7 @@ def test_wait_timeout_and_worker_lost_carry_code_and_next(sandbox: Sandbox) -> N
     running = sandbox.pair("send", "--kind", "task", "--body-file", body(sandbox), "--background")
     timeout = sandbox.pair("wait", "--timeout-min", "0.005")
     assert timeout.code == 1 and timeout["code"] == "wait-timeout"
-    assert timeout["next"] == f"wait again: pair wait --repo {sandbox.repo} --seq 1"
+    assert timeout["next"] == f"pair wait --repo {sandbox.repo} --seq 1"
     os.kill(running["supervisor_pid"], signal.SIGKILL)
     lost = sandbox.pair("wait", "--timeout-min", "1")
     assert lost["code"] == "worker-lost" and f"pair clear --repo {sandbox.repo}" in lost["next"]

@@ -35,3 +35,53 @@ def test_the_demo_runs_end_to_end() -> None:
     assert '"replied"' in completed.stdout
     assert "units left: 0" in completed.stdout
     assert "left nothing behind" in completed.stdout
+
+
+def using_it_lines() -> list[list[str]]:
+    """Each `unit`/`pair` command line of README's "Using it" blocks, continuations joined."""
+    import shlex
+
+    section = (ROOT / "README.md").read_text().split("## Using it", 1)[1].split("\n## ", 1)[0]
+    lines = []
+    for block in re.findall(r"```\n(.+?)\n```", section, re.DOTALL):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line, comments=True)
+            if words[:1] in (["unit"], ["pair"]):
+                lines.append(words)
+    return lines
+
+
+def test_every_using_it_command_parses_with_the_cli_parser() -> None:
+    """Every option README shows exists on that command, and nothing is left over."""
+    from tests.test_every_code import parses
+
+    lines = using_it_lines()
+    assert len(lines) >= 15
+    for words in lines:
+        parses(words)
+
+
+def test_the_readme_restaff_example_is_a_valid_staffing() -> None:
+    """`--lead claude --partner claude` is refused `lead-is-partner`: the example must not be."""
+    from unitmgr import validation
+
+    (restaff,) = [words for words in using_it_lines() if words[1:2] == ["restaff"]]
+    value = {
+        word: restaff[index + 1] for index, word in enumerate(restaff) if word.startswith("--")
+    }
+    validation.staffing(
+        lead=value["--lead"], partner=value["--partner"], model=value.get("--model"),
+        effort=value.get("--effort"), identity=None, command="restaff",
+    )  # fmt: skip
+
+
+def test_the_readme_names_only_files_in_the_repository() -> None:
+    text = (ROOT / "README.md").read_text()
+    for target in re.findall(r"\]\(([^)#]+)\)", text):
+        if "://" not in target:
+            assert (ROOT / target).exists(), target
+    assert "SPEC.md" not in text  # the contract lives outside the repository
+
+
+def test_the_quick_start_puts_unit_on_path() -> None:
+    assert ". .venv/bin/activate" in quick_start_commands()[0]

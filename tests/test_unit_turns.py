@@ -89,7 +89,7 @@ def test_a_first_turn_that_already_failed_fails_the_create(sandbox: Sandbox) -> 
     receipt = result["detail"]["receipt"]
     assert receipt["status"] == "failed" and receipt["seq"] == 1
     assert result["next"].startswith(f"pair send --repo {sandbox.worktree('u1')} --kind task")
-    assert "unit restaff --unit u1" in result["next"]
+    assert " — " not in result["next"]  # one command, no alternative after it (SPEC 3.0)
     assert sandbox.record("u1")["lifecycle"] == "working"  # kept, not rolled back
     listed = sandbox.unit("list")["units"][0]["recovery"]
     assert listed["needed"] is True and listed["why"] == "first turn failed"

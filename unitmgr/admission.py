@@ -19,11 +19,12 @@ racing for one branch, worktree, issue or overlapping `--paths` cannot both pass
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from registry.errors import RetryableError, StateError
+from registry.errors import RetryableError, Rewrite, StateError
 from registry.locks import Deadline
 from registry.output import progress
 from registry.records import UnitRecord
@@ -204,7 +205,9 @@ def resolve_base(workspace: Workspace, request: Candidate, deadline: Deadline) -
     if sha:
         return Base(local_ref, sha, "local")
     raise StateError(
-        "base-missing", f"unit base {request.base} does not exist at origin or locally"
+        "base-missing",
+        f"unit base {request.base} does not exist at origin or locally",
+        next_step=f"git -C {shlex.quote(str(cwd))} branch --all --list",
     )
 
 
@@ -282,12 +285,22 @@ def check_conflicts(workspace: Workspace, request: Candidate, records: list[Unit
                 "conflict",
                 f"unit {request.unit_id} conflicts with recorded unit {other.unit_id}: {reason}",
                 detail={"unit": other.unit_id, "why": reason},
-                next_step="pick another branch, worktree or issue"
-                + (", or pass --allow-overlap" if "paths" in reason else ""),
+                next_step=f"--branch, --worktree or --issue: one no recorded unit has ({reason})"
+                if "paths" not in reason
+                else None,
+                next_command=Rewrite(flags=("--allow-overlap",)) if "paths" in reason else None,
             )
     cwd = workspace.toplevel
     for ref in (f"refs/heads/{request.branch}", f"refs/remotes/origin/{request.branch}"):
         if git.ref_exists(ref, cwd=cwd):
-            raise StateError("branch-exists", f"branch {request.branch} already exists at {ref}")
+            raise StateError(
+                "branch-exists",
+                f"branch {request.branch} already exists at {ref}",
+                next_step=f"--branch: a name no branch has yet ({request.branch} exists at {ref})",
+            )
     if os.path.lexists(request.worktree):
-        raise StateError("worktree-exists", f"worktree path already exists: {request.worktree}")
+        raise StateError(
+            "worktree-exists",
+            f"worktree path already exists: {request.worktree}",
+            next_step=f"--worktree: a path that does not exist yet ({request.worktree} does)",
+        )

@@ -324,7 +324,7 @@ def _invalid(path: Path, key: str | None, expected: str, *, got: Any = None) -> 
         "config-invalid",
         f"invalid project config {where}: must be {expected}{found}",
         detail={"file": str(path), "key": key, "expected": expected},
-        next_step=f"fix or remove {key or 'it'} in {path}, then check with: unit config",
+        next_step=f"{key or 'the file'} in {path}: must be {expected} (unit config checks it)",
     )
 
 

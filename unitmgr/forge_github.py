@@ -28,7 +28,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from registry.errors import RetryableError, StateError
+from registry.errors import RetryableError, Rewrite, StateError
 from registry.redact import gh_auth_token
 from registry.timeutil import seconds_from_env
 from unitmgr import git
@@ -70,7 +70,7 @@ class GitHubRefused(StateError):
             "github-refused",
             f"GitHub refused {what}: HTTP {status}" + (f" ({message})" if message else ""),
             detail={"status": status},
-            next_step="check GH_TOKEN / GITHUB_TOKEN, GITHUB_REPOSITORY and GITHUB_API_URL",
+            next_step="GH_TOKEN=… (a token that can read it), GITHUB_REPOSITORY and GITHUB_API_URL",
         )
         self.status = status
         self.message = message  # GitHub's own words: a 405 has many causes
@@ -177,7 +177,10 @@ class GitHubForge:
                 f"GitHub did not answer {what} within the retry bound ({int(bound)}s): "
                 f"{_describe(error)}",
                 detail={"retry_seconds": bound},
-                next_step="try again later (UNITMGR_GITHUB_RETRY_SECONDS raises the bound)",
+                next_step=f"sleep 60 && UNITMGR_GITHUB_RETRY_SECONDS={int(bound) * 2 + 60} unit …",
+                next_command=Rewrite(
+                    environment={"UNITMGR_GITHUB_RETRY_SECONDS": str(int(bound) * 2 + 60)}
+                ),
             ) from None
 
     def _get(self, path: str, parameters: dict[str, Any] | None = None) -> Any:
@@ -263,7 +266,9 @@ class GitHubForge:
             if item.get("title") == milestone:
                 return str(item.get("number"))
         raise StateError(
-            "no-such-milestone", f"no milestone titled {milestone!r} in {self.repository}"
+            "no-such-milestone",
+            f"no milestone titled {milestone!r} in {self.repository}",
+            next_step="--milestone: a milestone's exact title, or its number",
         )
 
     def dependency(self, repository: str, number: int) -> Dependency:

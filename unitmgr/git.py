@@ -15,11 +15,12 @@ here as a small named function; splitting it would only spread that rule over se
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
 from registry.environment import child_environment
-from registry.errors import StateError, hold_interrupts, release_interrupts
+from registry.errors import Rewrite, StateError, hold_interrupts, release_interrupts
 from registry.redact import redact
 from registry.timeutil import seconds_from_env
 
@@ -48,8 +49,18 @@ def network_timeout() -> float:
 class GitError(StateError):
     """A git command failed: carries the command, exit code and stderr."""
 
-    def __init__(self, step: str, argv: Sequence[str], returncode: int | None, stderr: str) -> None:
+    def __init__(
+        self,
+        step: str,
+        argv: Sequence[str],
+        returncode: int | None,
+        stderr: str,
+        cwd: Path | None = None,
+    ) -> None:
         message = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {returncode}"
+        words = list(argv[1:] if argv and argv[0] == "git" else argv)
+        while words[:1] == ["-c"]:
+            words = words[2:]  # the pins: a by-hand run of the same command needs none
         super().__init__(
             "git-failed",
             redact(f"{step}: {message}"),
@@ -58,6 +69,8 @@ class GitError(StateError):
                 "exit_code": returncode,
                 "stderr": redact(stderr[-4000:]),
             },
+            # The same git command by hand, where it failed: git's whole answer.
+            next_step=redact(shlex.join(["git", "-C", str(cwd or "."), *words])) if words else None,
         )
         self.returncode = returncode
         self.stderr = stderr
@@ -65,7 +78,16 @@ class GitError(StateError):
 
 class GitTimeout(StateError):
     def __init__(self, step: str, seconds: float) -> None:
-        super().__init__("timeout", f"{step} timed out after {int(seconds)}s")
+        super().__init__(
+            "timeout",
+            f"{step} timed out after {int(seconds)}s",
+            next_command=Rewrite(
+                environment={
+                    "UNITMGR_GIT_TIMEOUT": str(max(int(seconds * 2), 60)),
+                    "UNITMGR_NETWORK_TIMEOUT": str(max(int(seconds * 2), 60)),
+                }
+            ),
+        )
 
 
 class GitResult:
@@ -124,7 +146,7 @@ def run_git(
         argv, cwd=cwd, step=step, seconds=seconds, environment=variables, stdin_text=stdin_text
     )
     if check and result.returncode != 0:
-        raise GitError(step, shown, result.returncode, result.stderr)
+        raise GitError(step, shown, result.returncode, result.stderr, cwd=cwd)
     return result
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pair.paths import state_dir_for
-from registry.errors import StateError
+from registry.errors import Rewrite, StateError
 from registry.output import progress
 from registry.processes import ProcessIdentity, is_alive, kill_tree, reap_processes_under
 from registry.proof import Proof, unproven
@@ -81,8 +81,9 @@ class RecordUntrusted(StateError):
             f"unit {record.unit_id}'s record names {field} {recorded!r}, but git reports "
             f"{reported} — it was left untouched",
             detail={"field": field, "recorded": recorded, "git": reported},
-            next_step=f"inspect {field} in units/{record.unit_id}.json under the registry; "
-            "unitmgr never deletes what git does not prove is the unit's",
+            # What the record names, read by hand: unitmgr never touches what git does not prove.
+            next_step=f"unit status --unit {record.unit_id}",
+            next_command=Rewrite(command=("unit", "status"), keep=("--unit", "--repo")),
         )
 
 

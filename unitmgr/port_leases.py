@@ -25,7 +25,7 @@ import socket
 from collections.abc import Iterable
 
 from registry.environment import child_environment
-from registry.errors import StateError, UsageError
+from registry.errors import Rewrite, StateError, UsageError
 from registry.records import MAX_PORTS, UnitRecord
 
 VARIABLES = ("UNIT_PORT", "UNIT_PORTS")
@@ -38,7 +38,8 @@ def count(value: str | int, option: str = "--ports") -> int:
         raise UsageError(
             "invalid-ports",
             f"{option} must be a whole number from 0 to {MAX_PORTS}, got {text!r}",
-            next_step=f"repeat the command with {option} 2 (or another count up to {MAX_PORTS})",
+            next_step=f"{option} 2 (a count from 0 to {MAX_PORTS})",
+            next_command=Rewrite(set_options={option: "2"}) if option.startswith("--") else None,
         )
     return int(text)
 
@@ -80,8 +81,8 @@ def lease(unit_id: str, wanted: int, port_range: tuple[int, int], taken: set[int
             "free": chosen,
             "in_use": busy[:20],
         },
-        next_step=f'set port_range = "{low}-{min(65535, high + max(size, wanted))}" in '
-        ".unitmgr.toml (or dismantle a unit that holds ports), then repeat this unit create",
+        next_step=f'port_range = "{low}-{min(65535, high + max(size, wanted))}" in .unitmgr.toml '
+        "(or dismantle a unit that holds ports)",
     )
 
 

@@ -15,7 +15,7 @@ tests/test_entry.py checks both paths give the same bytes.
 
 from __future__ import annotations
 
-from registry.errors import UsageError
+from registry.errors import Rewrite, UsageError
 from registry.output import Rendered
 
 TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
@@ -27,7 +27,11 @@ if TYPE_CHECKING:
 
 def output_format(value: str) -> str:
     if value not in ("json", "table"):
-        raise UsageError("invalid-format", f"--format must be json or table, got {value!r}")
+        raise UsageError(
+            "invalid-format",
+            f"--format must be json or table, got {value!r}",
+            next_command=Rewrite(set_options={"--format": "json"}),
+        )
     return value
 
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from registry.errors import StateError
+from registry.errors import Rewrite, StateError
 from registry.locks import Deadline
 from registry.records import UnitRecord
 from unitmgr.workspace import Workspace
@@ -96,8 +96,8 @@ def refuse_in_flight(record: UnitRecord, *, what: str) -> None:
             f"unit {record.unit_id} has an in-flight turn (seq {in_flight.get('seq')}) — wait "
             f"for its receipt before {what}",
             detail={"in_flight": in_flight},
-            next_step=f"unit cancel --unit {record.unit_id} (stops it), or wait for its receipt: "
-            f"pair wait --repo {record.worktree}",
+            next_step=f"unit cancel --unit {record.unit_id}",
+            next_command=Rewrite(command=("unit", "cancel"), keep=("--unit", "--repo")),
         )
 
 

@@ -12,7 +12,7 @@ import re
 import stat
 from pathlib import PurePosixPath
 
-from registry.errors import UsageError
+from registry.errors import Rewrite, UsageError
 
 UNIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 MAX_INPUT_FILE_BYTES = 1024 * 1024  # SPEC 3.0, 8: task and addendum files
@@ -28,6 +28,7 @@ def unit_id(value: str, option: str = "--unit") -> str:
         raise UsageError(
             "invalid-unit-id",
             f"{option} must match [A-Za-z0-9][A-Za-z0-9_.+-]{{0,63}}, got {value!r}",
+            next_step=f"{option}: letters, digits and _.+- (a letter or digit first, at most 64)",
         )
     return value
 
@@ -36,7 +37,11 @@ def issue_number(value: str | None) -> int | None:
     if value is None:
         return None
     if not re.fullmatch(r"[1-9][0-9]{0,9}", value):
-        raise UsageError("invalid-issue", f"--issue must be a positive issue number, got {value!r}")
+        raise UsageError(
+            "invalid-issue",
+            f"--issue must be a positive issue number, got {value!r}",
+            next_step="--issue: the issue's number alone, e.g. --issue 12",
+        )
     return int(value)
 
 
@@ -44,9 +49,19 @@ def limit(value: str, option: str) -> int:
     # Bounded digits before `int`: a 5000-digit value would raise past Python's int-string limit.
     if not re.fullmatch(r"[1-9][0-9]{0,5}", value) or int(value) > LIMIT_MAX:
         raise UsageError(
-            "invalid-limit", f"{option} must be between 1 and {LIMIT_MAX}, got {value!r}"
+            "invalid-limit",
+            f"{option} must be between 1 and {LIMIT_MAX}, got {value!r}",
+            next_command=Rewrite(set_options={option: _clamped(value, 1, LIMIT_MAX)}),
         )
     return int(value)
+
+
+def _clamped(value: str, low: int, high: int) -> str:
+    """The nearest allowed count to `value` (`low` for anything that is not a number)."""
+    try:
+        return str(min(max(int(value), low), high))
+    except ValueError:
+        return str(low)
 
 
 def lock_timeout(value: str) -> float:
@@ -58,6 +73,7 @@ def lock_timeout(value: str) -> float:
         raise UsageError(
             "invalid-lock-timeout",
             f"--lock-timeout must be a number of seconds from 0, got {value!r}",
+            next_command=Rewrite(set_options={"--lock-timeout": "30"}),
         )
     return seconds
 
@@ -72,7 +88,8 @@ def commit_sha(value: str, option: str) -> str:
         raise UsageError(
             "invalid-head",
             f"{option} must be a full commit SHA (40 hex digits), got {value!r}",
-            next_step="pass the PR head exactly, e.g. from unit status --unit <id>",
+            next_step=f"{option}: the PR's full head SHA (unit status --unit ID names it)",
+            next_command=Rewrite(command=("unit", "status"), keep=("--unit", "--repo")),
         )
     return sha
 
@@ -126,27 +143,36 @@ def read_input_file(value: str, option: str, *, missing_code: str) -> str:
         raise UsageError(missing_code, f"cannot read {option} {value}: {error}") from None
     except BoundedReadRefused as refused:
         if refused.kind == "missing":
-            raise UsageError(missing_code, f"{option} does not exist: {value}") from None
+            raise UsageError(
+                missing_code,
+                f"{option} does not exist: {value}",
+                next_step=f"{option}: a file that exists ({value} does not)",
+            ) from None
         if refused.kind == "unreadable":
             raise UsageError(missing_code, f"cannot read {option} {value}: {refused}") from None
         if refused.kind == "not-regular":
             raise UsageError(
                 "input-not-regular-file",
                 f"{option} {value} {refused}",
-                next_step=f"write the text to a regular file and pass it as {option}",
+                next_step=f"{option}: a regular file holding the text",
             ) from None
         if refused.kind == "too-large":
             raise UsageError(
                 "input-too-large",
                 f"{option} {value} is {refused.size} bytes, over the 1 MiB bound",
-                next_step="shorten it: put long material in the repository and refer to it",
+                next_step=f"{option}: a file of at most 1 MiB (refer to long material in the "
+                "repository)",
             ) from None
         raise UsageError("input-too-large", f"{option} {value} {refused}") from None
 
 
 def required(value: str | None, option: str, command: str = "create") -> str:
     if value is None or not value.strip():
-        raise UsageError("missing-option", f"{command} requires {option}")
+        raise UsageError(
+            "missing-option",
+            f"{command} requires {option}",
+            next_step=f"{option}: add it (unit {command} --help describes it)",
+        )
     return value
 
 
@@ -154,21 +180,27 @@ def write_paths(patterns: list[str]) -> list[str]:
     """`--paths` patterns: relative, non-empty, free of `..` (SPEC 2.2)."""
     cleaned = []
     for pattern in patterns:
+        fix = "--paths: plain globs relative to the root, without ':' magic or '..'"
         if not pattern.strip():
-            raise UsageError("invalid-paths", "--paths patterns must not be empty")
+            raise UsageError("invalid-paths", "--paths patterns must not be empty", next_step=fix)
         if pattern.startswith("/") or os.path.isabs(pattern):
             raise UsageError(
                 "invalid-paths",
                 f"--paths patterns are relative to the repository root: {pattern!r}",
+                next_step=fix,
             )
         if pattern.startswith(":"):
             raise UsageError(
                 "invalid-paths",
                 f"--paths patterns are plain globs, not pathspec magic: {pattern!r}",
-                next_step="drop the leading ':' and its magic (`:(top)`, `:!`, ...)",
+                next_step=fix,
             )
         if ".." in PurePosixPath(pattern).parts:
-            raise UsageError("invalid-paths", f"--paths patterns may not contain '..': {pattern!r}")
+            raise UsageError(
+                "invalid-paths",
+                f"--paths patterns may not contain '..': {pattern!r}",
+                next_step=fix,
+            )
         cleaned.append(pattern)
     return cleaned
 
@@ -192,17 +224,33 @@ def staffing(
     from pair.partners import LEADS, PARTNERS
 
     if lead not in LEADS:
-        raise UsageError("unknown-lead", f"unknown lead {lead!r} — use one of {', '.join(LEADS)}")
+        raise UsageError(
+            "unknown-lead",
+            f"unknown lead {lead!r} — use one of {', '.join(LEADS)}",
+            next_step=f"--lead: one of {', '.join(LEADS)}",
+        )
     if partner not in PARTNERS:
         raise UsageError(
-            "unknown-partner", f"unknown partner {partner!r} — use one of {', '.join(PARTNERS)}"
+            "unknown-partner",
+            f"unknown partner {partner!r} — use one of {', '.join(PARTNERS)}",
+            next_step=f"--partner: one of {', '.join(PARTNERS)}",
         )
     if identity is not None and not IDENTITY_NAME.match(identity):
-        raise UsageError("invalid-identity", f"invalid --identity name {identity!r}")
+        raise UsageError(
+            "invalid-identity",
+            f"invalid --identity name {identity!r}",
+            next_step="--identity: letters, digits, _ and - only",
+        )
     if lead == partner and not (partner == "codex" and identity is not None):
         raise UsageError(
             "lead-is-partner",
             f"the partner must differ from the lead ({lead}) — pairing a CLI with itself echoes",
+            next_step=f"--partner: a CLI other than the lead's, e.g. --partner "
+            f"{'claude' if lead == 'codex' else 'codex'}",
         )
     if partner in EFFORT_REQUIRED and not effort:
-        raise UsageError("effort-required", f"{command} requires --effort for {partner}")
+        raise UsageError(
+            "effort-required",
+            f"{command} requires --effort for {partner}",
+            next_command=Rewrite(set_options={"--effort": "high"}),
+        )

@@ -43,14 +43,14 @@ class Workspace:
                 "record-too-new",
                 f"unit {unit_id}'s record was written by a newer unitmgr: {error}",
                 detail={"record_file": str(self.registry.record_path(unit_id))},
-                next_step="upgrade unitmgr; this version never rewrites that record",
+                next_step="unitmgr: a newer version (this one never rewrites that record)",
             ) from None
         except RecordUnreadable as error:
             raise UsageError(
                 "record-unreadable",
                 f"unit {unit_id}'s record is unreadable: {error}",
                 detail={"record_file": str(self.registry.record_path(unit_id))},
-                next_step=f"inspect it, or remove the unit with: {dismantle_label(unit_id)}",
+                next_step=dismantle_label(unit_id),
             ) from None
         if record is not None:
             derive_pair_state_dirs(self.common_git_dir, [record])

@@ -68,7 +68,11 @@ def init(
         if not is_session_variable(name, value):
             raise ValueError(f"pair init cannot set {name!r} in the partner's environment")
     if role not in ROLES:
-        raise UsageError("unknown-role", f"unknown role {role!r} — use peer or executor")
+        raise UsageError(
+            "unknown-role",
+            f"unknown role {role!r} — use peer or executor",
+            next_step="--role: peer or executor",
+        )
     lead_name = resolve_lead(lead)
     requested_identity = identity or "default"
     idle = parse_minutes(idle_min, "--idle-min") or BOOTSTRAP_IDLE_MINUTES

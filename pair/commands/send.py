@@ -44,11 +44,17 @@ def send(
     _check_kind(kind)  # before the body: a bad kind is named first
     if body is None:
         if body_file is None:
-            raise UsageError("missing-body", "send needs --body-file")
+            raise UsageError(
+                "missing-body", "send needs --body-file", next_step="--body-file: the message file"
+            )
         try:
             body = Path(body_file).read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise UsageError("no-body-file", f"no body file at {body_file}") from None
+            raise UsageError(
+                "no-body-file",
+                f"no body file at {body_file}",
+                next_step=f"--body-file: a file that exists ({body_file} does not)",
+            ) from None
         except (OSError, UnicodeDecodeError) as error:
             raise UsageError(
                 "no-body-file", f"cannot read body file {body_file}: {error}"
@@ -87,7 +93,11 @@ def grant_turn(
     turn's lease, at the next seq) and write the prompt. The same for every runner."""
     _check_kind(kind)
     if not body.strip():
-        raise UsageError("empty-body", "the body is empty — a partner turn needs a message")
+        raise UsageError(
+            "empty-body",
+            "the body is empty — a partner turn needs a message",
+            next_step="--body-file: a file holding the message",
+        )
     idle = parse_minutes(idle_min, "--idle-min")
     total = parse_minutes(total_min, "--total-min")
     lead_name = resolve_lead(lead) if lead is not None else None
@@ -147,7 +157,9 @@ def grant_turn(
 def _check_kind(kind: str) -> None:
     if kind not in TURN_KINDS:
         raise UsageError(
-            "unknown-kind", f"unknown kind {kind!r} — use one of {', '.join(TURN_KINDS)}"
+            "unknown-kind",
+            f"unknown kind {kind!r} — use one of {', '.join(TURN_KINDS)}",
+            next_step=f"--kind: one of {', '.join(TURN_KINDS)}",
         )
 
 

@@ -64,7 +64,9 @@ def parse_minutes(value: float | str | None, option: str) -> float | None:
         minutes = math.nan
     if not math.isfinite(minutes) or minutes <= 0:
         raise UsageError(
-            "invalid-budget", f"{option} must be a positive number of minutes, got {value}"
+            "invalid-budget",
+            f"{option} must be a positive number of minutes, got {value}",
+            next_step=f"{option}: a positive number of minutes, e.g. {option} 30",
         )
     return minutes
 

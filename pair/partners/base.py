@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pair.errors import UsageError
+from pair.errors import Rewrite, UsageError
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,24 @@ RETRY_AFTER = re.compile(
 _UNIT_SECONDS = {"ms": 0.001, "m": 60.0, "h": 3600.0}
 
 
+# The npm packages of the partner CLIs that have one (package.json pins the verified versions).
+NPM_PACKAGES = {
+    "claude": "@anthropic-ai/claude-code",
+    "codex": "@openai/codex",
+    "opencode": "opencode-ai",
+}
+
+
+def install_line(partner: str, variable: str, verified: tuple[str, ...] = ()) -> str:
+    """The next step of `partner-not-installed` and `partner-cli-unsupported`: the install
+    command (of the newest verified version), else the variable to set."""
+    package = NPM_PACKAGES.get(partner)
+    if package:
+        return f"npm install -g {package}" + (f"@{verified[-1]}" if verified else "")
+    versions = f" ({', '.join(verified)})" if verified else ""
+    return f"{variable}=/path/to/{partner}: a verified {partner} CLI{versions}"
+
+
 def retry_after_in(text: str | None) -> float | None:
     """Seconds named by `retry after N[unit]` / `retry in N` in an error message, if any."""
     match = RETRY_AFTER.search(text or "")
@@ -120,6 +138,7 @@ class Partner(ABC):
                 "partner-not-installed",
                 f"{override or self.binary_name} is not installed (not on PATH) — install the "
                 f"{self.name} CLI or set {variable}",
+                next_step=install_line(self.name, variable),
             )
         return os.path.abspath(found)
 
@@ -135,12 +154,16 @@ class Partner(ABC):
                 "effort-refused",
                 f"{self.name} does not take --effort {effort} — use one of "
                 f"{', '.join(self.efforts)}",
+                next_command=Rewrite(
+                    set_options={"--effort": "high" if "high" in self.efforts else self.efforts[0]}
+                ),
             )
         if identity != "default" and self.name != "codex":
             raise UsageError(
                 "identity-refused",
                 f"{self.name} has no named identities — only codex keeps one account per home; "
                 "drop --identity or use default",
+                next_command=Rewrite(drop=("--identity",)),
             )
 
     def preflight(self, *, model: str | None, worktree: Path) -> None:

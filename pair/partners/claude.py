@@ -42,7 +42,7 @@ def _events(output: TurnOutput) -> list[dict[str, Any]]:
     return list(json_objects(output.stdout))
 
 
-ROOT_NEXT = "run as a non-root user, or set IS_SANDBOX=1 where the machine is a sandbox"
+ROOT_NEXT = "IS_SANDBOX=1 (only where the machine is a sandbox), or run as a non-root user"
 
 
 def refuses_root() -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pair.errors import UsageError
+from pair.errors import Rewrite, UsageError
 from pair.partners.base import (
     Partner,
     TurnCommand,
@@ -87,10 +87,13 @@ class CursorPartner(Partner):
                 "effort-refused",
                 "cursor carries effort inside the model id — omit --effort (or use "
                 "latest:<family>)",
+                next_command=Rewrite(drop=("--effort",)),
             )
         if family and effort is None:
             raise UsageError(
-                "effort-required", f"cursor {model} needs --effort for catalog resolution"
+                "effort-required",
+                f"cursor {model} needs --effort for catalog resolution",
+                next_command=Rewrite(set_options={"--effort": "high"}),
             )
 
     def session_known(self, sid: str, *, identity_home: str | None, worktree: Path) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pair.errors import UsageError
+from pair.partners.base import install_line
 from registry.atomic import ensure_private_dir, write_text_atomic
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def verify(adapter: Partner, binary: str) -> str:
         raise UsageError(
             "partner-not-installed",
             f"{binary} cannot be read ({error.strerror or error})",
-            next_step=f"install the {adapter.name} CLI or set {adapter.bin_variable()}",
+            next_step=install_line(adapter.name, adapter.bin_variable()),
         ) from None
     needed = adapter.flags_by_help()
     cached = _read_cache().get(key)
@@ -108,7 +109,7 @@ def verify(adapter: Partner, binary: str) -> str:
             "partner-not-installed",
             f"the {adapter.name} binary could not be verified: cannot run {binary} --version "
             f"({(err.strip() or f'exit {code}')[-300:]})",
-            next_step=f"install the {adapter.name} CLI or set {adapter.bin_variable()} to one",
+            next_step=install_line(adapter.name, adapter.bin_variable()),
         )
     missing: list[str] = []
     verified_flags: set[str] = set()
@@ -130,10 +131,8 @@ def verify(adapter: Partner, binary: str) -> str:
                 "version": version,
                 "verified_versions": list(adapter.verified_versions),
             },
-            next_step=(
-                f"install a verified {adapter.name} CLI "
-                f"({', '.join(adapter.verified_versions) or 'see references/headless.md'}) or "
-                f"point {adapter.bin_variable()} at one"
+            next_step=install_line(
+                adapter.name, adapter.bin_variable(), tuple(adapter.verified_versions)
             ),
         )
     _remember(key, {"version": version, "verified_flags": sorted(verified_flags)})

@@ -11,7 +11,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from pair.errors import UsageError
+from pair.errors import Rewrite, UsageError
 from pair.partners.base import (
     EMPTY_REPLY,
     Partner,
@@ -23,6 +23,7 @@ from pair.partners.base import (
 from registry.environment import child_environment
 
 NEEDS_MODEL = "the script partner needs --model '<command line>'"
+MODEL_FIX = "--model: the command line the script partner runs (the prompt on its stdin)"
 _PUNCTUATION = ";&|()<>"
 _WORD = re.compile(r"[^\s;&|()<>]+")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -57,20 +58,23 @@ class ScriptPartner(Partner):
         self, *, model: str | None, effort: str | None, identity: str, writable: bool = True
     ) -> None:
         if not model or not model.strip():
-            raise UsageError("script-needs-model", NEEDS_MODEL)
+            raise UsageError("script-needs-model", NEEDS_MODEL, next_step=MODEL_FIX)
         if effort:
             raise UsageError(
-                "effort-refused", "the script partner has no reasoning effort — drop --effort"
+                "effort-refused",
+                "the script partner has no reasoning effort — drop --effort",
+                next_command=Rewrite(drop=("--effort",)),
             )
         if identity != "default":
             raise UsageError(
                 "identity-refused",
                 "the script partner has no named identities — drop --identity or use default",
+                next_command=Rewrite(drop=("--identity",)),
             )
 
     def preflight(self, *, model: str | None, worktree: Path) -> None:
         if not model or not model.strip():
-            raise UsageError("script-needs-model", NEEDS_MODEL)
+            raise UsageError("script-needs-model", NEEDS_MODEL, next_step=MODEL_FIX)
         first_word = first_command_word(model)
         # `command -v` in the same shell that runs the turn resolves builtins, keywords and PATH.
         try:
@@ -90,6 +94,7 @@ class ScriptPartner(Partner):
             raise UsageError(
                 "script-command-not-found",
                 f"the script partner's command {first_word!r} does not resolve in {worktree}",
+                next_step=f"--model: a command line whose first word resolves in {worktree}",
             )
 
     def command(self, request: TurnRequest) -> TurnCommand:

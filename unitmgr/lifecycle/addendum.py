@@ -22,7 +22,7 @@ from typing import Any
 
 from pair import api as pair_api
 from registry.atomic import write_text_atomic
-from registry.errors import StateError, UsageError
+from registry.errors import Rewrite, StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import validation
@@ -32,6 +32,7 @@ from unitmgr.lifecycle.manifest import (
     digest,
     manifest_state,
     manifest_text,
+    move_aside,
     read_manifest,
 )
 from unitmgr.lifecycle.pairing import receipt_path
@@ -53,7 +54,9 @@ def _text(options: AddendumOptions) -> str:
         text = options.text or ""
     text = text.rstrip()
     if not text.strip():
-        raise UsageError("empty-body", "the addendum is empty")
+        raise UsageError(
+            "empty-body", "the addendum is empty", next_step="--text or --file: the addendum's text"
+        )
     return text
 
 
@@ -139,6 +142,7 @@ def refuse_append(record: UnitRecord, queue: bool, appended: bool) -> None:
             "manifest-differs",
             f"unit {record.unit_id} manifest differs from its recorded task — nothing appended",
             detail={"task_file": record.task_file},
+            next_step=move_aside(record.task_file),
         )
     if state == "missing":
         raise StateError(
@@ -154,6 +158,7 @@ def refuse_append(record: UnitRecord, queue: bool, appended: bool) -> None:
             f"unit {record.unit_id} has an in-flight turn (seq {in_flight.get('seq')}) — nothing "
             "was appended; wait for it, or pass --queue to append now and notify later",
             detail={"in_flight": in_flight},
+            next_command=Rewrite(flags=("--queue",)),
         )
 
 
@@ -246,7 +251,7 @@ def _restore(workspace: Workspace, unit_id: str, seconds: float, dry_run: bool) 
             "manifest-differs",
             f"unit {unit_id} manifest differs from its recorded task — it is not overwritten",
             detail={"task_file": record.task_file},
-            next_step="move the file away (keep what matters), then restore",
+            next_step=move_aside(record.task_file),
         )
     if dry_run:
         return {"ok": True, "dry_run": True, "status": "present" if state == "ok" else "restore"}

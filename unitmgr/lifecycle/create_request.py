@@ -81,6 +81,10 @@ class Request:
         return _render(self.words, changes, self.repository)
 
 
+BRANCH_FIX = "--branch: a name git check-ref-format --branch accepts, not starting with -"
+BASE_FIX = "--base: an existing branch's name, e.g. --base main"
+
+
 def command_label(unit_id: str) -> str:
     return f"unit create --unit {unit_id}"
 
@@ -127,7 +131,11 @@ def _read_task(
     else:
         return None
     if not text.strip():
-        raise UsageError("task-file-empty", f"the task is empty: {where}")
+        raise UsageError(
+            "task-file-empty",
+            f"the task is empty: {where}",
+            next_step="--task: the task's text (or --task-file: a file that holds it)",
+        )
     return text.strip()
 
 
@@ -245,9 +253,13 @@ def validate(
     assert options.branch and options.base and lead and partner and chosen_validation
     assert options.reason and options.scope
     if options.branch.startswith("-"):
-        raise UsageError("invalid-branch", f"invalid branch name: {options.branch!r}")
+        raise UsageError(
+            "invalid-branch", f"invalid branch name: {options.branch!r}", next_step=BRANCH_FIX
+        )
     if options.base.startswith("-"):
-        raise UsageError("invalid-base", f"invalid base branch name: {options.base!r}")
+        raise UsageError(
+            "invalid-base", f"invalid base branch name: {options.base!r}", next_step=BASE_FIX
+        )
     worktree = _worktree(options, config, toplevel, unit_id)
     configured = _configured(options, config, model=model, effort=effort)
     provenance = _provenance(config, configured)
@@ -428,13 +440,14 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
             "invalid-branch",
             f"invalid branch name: {request.branch} — use the repository's convention (for "
             "example feat/<issue>-<slug>)",
+            next_step=BRANCH_FIX,
         )
     if not git.check_branch_name(request.base, cwd=workspace.toplevel):
         raise UsageError(
             "invalid-base",
             f"invalid base branch name: {request.base!r} — git check-ref-format --branch "
             "refuses it",
-            next_step="name the base branch exactly, e.g. --base main",
+            next_step=BASE_FIX,
         )
     target = real_target(request.worktree)
     # A dry run never waits for a lock; a real create lists under the fetch lock, which another
@@ -579,6 +592,8 @@ def adopt_unsigned(workspace: Workspace, record: UnitRecord, request: Request) -
 def compare_for_resume(workspace: Workspace, record: UnitRecord, request: Request) -> None:
     """Refuse at the first immutable field that differs (SPEC 3.3 "Resume"); a signed field
     without the lead's MAC is first replaced by the request's (`adopt_unsigned`)."""
+    from unitmgr.views.observe import create_command
+
     adopt_unsigned(workspace, record, request)
     assert record.staffing is not None
     current = record.staffing.current
@@ -609,8 +624,7 @@ def compare_for_resume(workspace: Workspace, record: UnitRecord, request: Reques
                 "cannot-resume",
                 f"unit {record.unit_id} cannot resume: {name} differs",
                 detail={"field": name, "recorded": recorded, "requested": requested},
-                next_step="repeat create with the recorded options (see unit list's recovery "
-                "command)",
+                next_step=create_command(workspace, record),
             )
 
 

@@ -102,8 +102,9 @@ class CreateRollback(CreateSteps):
                     "step": step,
                     "cause": error.detail,
                 },
-                next_step="repeat the same create command"
-                + (" later" if retryable else " once the cause is fixed"),
+                # The step's own next step; the same create resumes once it is done.
+                next_step=error.next_step,
+                next_command=error.next_command,
             )
         rollback, archive = self._rollback(error.reason)
         recovered = all(entry["ok"] for entry in rollback)
@@ -120,9 +121,8 @@ class CreateRollback(CreateSteps):
                 "recovery_record": None if recovered else record_file,
                 "archive": str(archive) if archive else None,
             },
-            next_step=None
-            if recovered
-            else f"inspect the record, then: {dismantle_label(record.unit_id)}",
+            next_step=error.next_step if recovered else dismantle_label(record.unit_id),
+            next_command=error.next_command if recovered else None,
         )
 
     def _rollback(self, reason: str) -> tuple[list[dict[str, Any]], Path | None]:

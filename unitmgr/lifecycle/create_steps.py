@@ -6,6 +6,7 @@ unitmgr/lifecycle/create.py declares their order.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from pair import api as pair_api
 from registry.atomic import write_text_atomic
 from registry.errors import (
+    Rewrite,
     StateError,
 )
 from registry.locks import Deadline
@@ -71,6 +73,7 @@ class CreateSteps:
                 "worktree-branch-differs",
                 f"unit {record.unit_id} worktree {record.worktree} has branch {row.branch}, "
                 f"not {record.branch}",
+                next_step=f"git -C {shlex.quote(record.worktree)} status --branch --short",
             )
         if row is not None and row.locked is not None and "initializing" in row.locked:
             # `git worktree add` was killed half-way; its half-made worktree is ours to redo,
@@ -84,7 +87,7 @@ class CreateSteps:
                 raise StateError(
                     "worktree-exists",
                     f"recorded worktree path exists but is not a linked worktree: {path}",
-                    next_step="move that directory away, then repeat the create",
+                    next_step=f"mv {shlex.quote(str(path))} {shlex.quote(str(path) + '.moved')}",
                 )
             progress(f"unit create {record.unit_id}: git worktree add {path} ({record.branch})")
             branch_sha = git.resolve_commit(f"refs/heads/{record.branch}", cwd=cwd)
@@ -93,7 +96,7 @@ class CreateSteps:
                     "branch-exists",
                     f"recorded worktree is missing but branch {record.branch} exists at "
                     f"{branch_sha}, not at the recorded base {record.base_sha}",
-                    next_step="pick another branch name, or inspect that branch by hand",
+                    next_step=f"git -C {shlex.quote(str(cwd))} log --oneline -5 {record.branch}",
                 )
             # `git fetch` reads every worktree's HEAD, and `worktree add` leaves its new one
             # half-written for a moment: both hold the fetch lock (SPEC 3.3).
@@ -173,6 +176,9 @@ class CreateSteps:
                 "timeout",
                 f"setup timed out after {int(error.seconds)}s",
                 detail={"output_tail": error.output_tail[-2000:]},
+                next_command=Rewrite(
+                    environment={"UNITMGR_SETUP_TIMEOUT": str(max(int(error.seconds * 2), 60))}
+                ),
             ) from None
         outcome.update(exit_code=result.exit_code, seconds=result.seconds)
         if result.exit_code != 0:
@@ -180,6 +186,7 @@ class CreateSteps:
                 "setup-failed",
                 f"setup exited {result.exit_code}",
                 detail={"output_tail": result.output_tail[-2000:]},
+                next_step="--setup: a hook that exits 0 (its output is in detail.cause)",
             )
         # What setup left is not the unit's change (written with this step's `done`).
         record.setup_baseline = baseline.take(Path(record.worktree))

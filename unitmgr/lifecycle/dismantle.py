@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from registry.atomic import remove_file
-from registry.errors import RetryableError, StateError, ToolError, UsageError
+from registry.errors import RetryableError, Rewrite, StateError, ToolError, UsageError
 from registry.locks import Deadline
 from registry.output import progress
 from registry.records import UnitRecord
@@ -62,6 +62,7 @@ def run(repo: str, options: DismantleOptions) -> dict[str, Any]:
         raise UsageError(
             "force-mismatch",
             f"--force must repeat the exact unit id {unit_id!r}, got {options.force!r}",
+            next_command=Rewrite(set_options={"--force": unit_id}),
         )
     seconds = validation.lock_timeout(options.lock_timeout)
     entry = workspace.registry.read_any(unit_id)
@@ -296,11 +297,8 @@ class Dismantler:
         self._failed(step, why)
         failure = RetryableError if isinstance(error, RetryableError) else StateError
         reason = f"dismantle step {step} failed: {why}"
-        next_step = (
-            (error.next_step or "fix the cause")
-            + ", then repeat: "
-            + dismantle_label(record.unit_id, forced=self.forced)
-        )
+        # The failed step's own next step; the same dismantle resumes once it is done.
+        next_step = error.next_step or f"unit status --unit {record.unit_id}"
         if failure is StateError:
             notify.announce(
                 self.workspace,
@@ -315,6 +313,7 @@ class Dismantler:
             reason,
             detail={"step": step, "cleanup": record.cleanup, "cause": error.detail},
             next_step=next_step,
+            next_command=error.next_command,
         )
 
     def _failed(self, step: str | None, reason: str) -> None:
@@ -428,8 +427,7 @@ class Dismantler:
             raise StateError(
                 "worktree-remove-failed",
                 f"git worktree remove {proven.path} failed: {result.stderr.strip()}",
-                next_step="commit or stash the changes, or: "
-                + dismantle_label(record.unit_id, forced=True),
+                next_step=dismantle_label(record.unit_id, forced=True),
             )
         record.resources.worktree = False
         outcome["removed"] = proven.path

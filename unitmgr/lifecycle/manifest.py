@@ -8,6 +8,7 @@ changed it, and is never overwritten then.
 from __future__ import annotations
 
 import hashlib
+import shlex
 from pathlib import Path
 
 from registry import bounded
@@ -55,6 +56,12 @@ def manifest_state(record: UnitRecord) -> str:
     return "differs"
 
 
+def move_aside(task_file: str) -> str:
+    """`manifest-differs`' next step: keep the edited manifest beside it; the command that
+    refused then writes the manifest again from the recorded task (and addenda)."""
+    return shlex.join(["mv", task_file, task_file + ".moved"])
+
+
 def ensure_manifest(record: UnitRecord) -> None:
     """Write a missing manifest from the task; refuse one that is not the task (+ addenda)."""
     state = manifest_state(record)
@@ -63,7 +70,7 @@ def ensure_manifest(record: UnitRecord) -> None:
             "manifest-differs",
             f"unit {record.unit_id} manifest differs from its recorded task",
             detail={"task_file": record.task_file},
-            next_step="restore the manifest to the task (plus addenda), then repeat create",
+            next_step=move_aside(record.task_file),
         )
     if state == "missing":
         progress(f"unit create {record.unit_id}: writing the manifest {record.task_file}")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from registry.errors import StateError, UsageError
+from registry.errors import Rewrite, StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import notify, validation
@@ -64,7 +64,9 @@ def run(repo: str, options: MergeOptions) -> dict[str, Any]:
     head = validation.commit_sha(validation.required(options.head, "--head", "merge"), "--head")
     if options.method not in METHODS:
         raise UsageError(
-            "invalid-method", f"--method must be merge, squash or rebase, got {options.method!r}"
+            "invalid-method",
+            f"--method must be merge, squash or rebase, got {options.method!r}",
+            next_command=Rewrite(set_options={"--method": "merge"}),
         )
     seconds = validation.lock_timeout(options.lock_timeout)
     record = load(workspace, unit_id)
@@ -139,16 +141,13 @@ def merge_refused(
     again = f"unit merge --unit {unit_id} --head {head}"
     if current.head_sha != head:
         reason += f" (the head moved to {current.head_sha})"
-        fix = (
-            f"check the new head (unit scope --unit {unit_id} --approve, unit verify --unit "
-            f"{unit_id}, a fresh review), then unit merge --unit {unit_id} --head "
-            f"{current.head_sha}"
-        )
+        # The new head needs its own scope approval, verification and review first.
+        fix = f"unit scope --unit {unit_id} --approve"
     elif "not allowed" in said.lower():  # "Merge commits are not allowed on this repository."
         others = [other for other in METHODS if other != method]
-        fix = f"{again} --method {others[0]} (or --method {others[1]}), as the repository allows"
+        fix = f"{again} --method {others[0]}"
     else:
-        fix = f"resolve what GitHub says, then {again}"
+        fix = f"unit status --unit {unit_id}"
     return StateError(
         "merge-refused",
         reason,
@@ -191,6 +190,21 @@ def _done(
     return {"ok": True, "status": status, "pr": summary, "unit_id": record.unit_id}
 
 
+# A held merge's next step: the command that resolves its first failing gate (SPEC 3.8).
+GATE_COMMANDS = {
+    "scope_approval": ("unit", "scope"),
+    "verification": ("unit", "verify"),
+}
+
+
+def gate_command(gate: str) -> Rewrite:
+    return Rewrite(command=GATE_COMMANDS.get(gate, ("unit", "status")), keep=("--unit", "--repo"))
+
+
+def gate_fix(gate: str) -> str:
+    return f"{' '.join(GATE_COMMANDS.get(gate, ('unit', 'status')))} --unit ID"
+
+
 def _refuse_held(gates: list[dict[str, Any]]) -> None:
     failing = [gate for gate in gates if not gate["ok"]]
     if failing:
@@ -198,7 +212,8 @@ def _refuse_held(gates: list[dict[str, Any]]) -> None:
             "held",
             f"held: {failing[0]['why']}",
             detail={"gates": gates},
-            next_step="resolve every failing gate in detail.gates, then merge again",
+            next_step=gate_fix(failing[0]["gate"]),
+            next_command=gate_command(failing[0]["gate"]),
         )
 
 

@@ -84,6 +84,7 @@ def verify_pair(record: UnitRecord, staffing: Staffing) -> dict[str, Any]:
                 "pair-mismatch",
                 f"recorded pair {name} differs: expected {wanted or 'CLI-default'}, observed "
                 f"{status.get(name) or 'CLI-default'}",
+                next_step=f"unit dismantle --unit {record.unit_id} --force {record.unit_id}",
             )
     record.pair.sid = status["sid"]
     return {"sid": status["sid"]}
@@ -143,8 +144,7 @@ def report_first_turn(document: dict[str, Any], record: UnitRecord) -> None:
         f"unit {record.unit_id} was created, but its first turn ended {receipt.get('status')}: "
         f"{receipt.get('reason')}",
         detail={"receipt": receipt, "unit": document.get("unit")},
-        next_step=f"{first_turn_resend(record)} — or give the task to another executor: unit "
-        f"restaff --unit {record.unit_id} --lead {record.lead} --partner P --reason R",
+        next_step=first_turn_resend(record),
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from pair import api as pair_api
 from pair.identity import identity_home, refuse_same_cli
 from pair.partners import adapter_for
-from registry.errors import RetryableError, StateError, ToolError
+from registry.errors import RetryableError, Rewrite, StateError, ToolError
 from registry.records import Staffing, UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, notify, validation
@@ -147,6 +147,7 @@ def _admit(workspace: Workspace, record: UnitRecord, target: dict[str, Any]) -> 
             f"unit {record.unit_id} lead differs: recorded {record.lead}, requested "
             f"{target['lead']}",
             detail={"recorded": record.lead, "requested": target["lead"]},
+            next_command=Rewrite(set_options={"--lead": record.lead}),
         )
     if not Path(record.worktree).is_dir():
         raise StateError(
@@ -235,7 +236,8 @@ class Restaffer:
         record.error = error.reason
         self.registry.write(record)
         failure = RetryableError if isinstance(error, RetryableError) else StateError
-        next_step = "fix the cause, then repeat the same restaff command"
+        # The failed step's own next step; the same restaff resumes once it is done.
+        next_step = error.next_step or f"unit status --unit {record.unit_id}"
         if failure is StateError:
             notify.announce(
                 self.workspace,
@@ -255,6 +257,7 @@ class Restaffer:
                 "cause": error.detail,
             },
             next_step=next_step,
+            next_command=error.next_command,
         )
 
     def _staffing_fields(self) -> dict[str, Any]:

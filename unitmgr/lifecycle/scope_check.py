@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from registry.errors import StateError
+from registry.errors import Rewrite, StateError
 from registry.locks import Deadline
 from registry.output import progress
 from registry.records import UnitRecord
@@ -86,7 +86,8 @@ def _refuse_approval(record: UnitRecord, found: dict[str, Any], allow_outside: b
             f"unit {record.unit_id} changed {len(found['outside_paths'])} file(s) outside its "
             "--paths: " + ", ".join(found["outside_paths"][:10]),
             detail={"outside_paths": found["outside_paths"], "paths": record.paths},
-            next_step="send the executor back to its scope, or approve with --allow-outside",
+            next_step="--allow-outside approves the files outside --paths",
+            next_command=Rewrite(flags=("--allow-outside",)),
         )
 
 

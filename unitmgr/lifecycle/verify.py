@@ -17,11 +17,12 @@ again (recorded, and so signed, before it runs). An unsigned `verification_child
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-from registry.errors import StateError
+from registry.errors import Rewrite, StateError
 from registry.output import progress
 from registry.processes import ChildTimeout, ProcessIdentity, run_streamed
 from registry.proof import child_proof, new_child_token
@@ -43,7 +44,11 @@ def _preconditions(workspace: Workspace, record: UnitRecord, *, supplied: bool =
     if not worktree.is_dir():
         raise StateError("worktree-missing", f"unit {record.unit_id} worktree is missing")
     if not record.validation.strip():
-        raise StateError("no-validation", f"unit {record.unit_id} has no recorded --validation")
+        raise StateError(
+            "no-validation",
+            f"unit {record.unit_id} has no recorded --validation",
+            next_step="--validation: the command that proves the work (verify records it)",
+        )
     if not supplied:
         require_signed(
             workspace,
@@ -59,6 +64,7 @@ def _preconditions(workspace: Workspace, record: UnitRecord, *, supplied: bool =
             f"unit {record.unit_id} worktree has uncommitted changes — a verification must "
             "run on a commit",
             detail={"dirty": dirty[:20]},
+            next_step=f"git -C {shlex.quote(str(worktree))} status --short",
         )
     head = git.head_commit(worktree)
     if head is None:
@@ -111,6 +117,9 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
                 "timeout",
                 f"validation timed out after {int(timeout.seconds)}s",
                 detail={"output_tail": timeout.output_tail[-TAIL_CHARACTERS:]},
+                next_command=Rewrite(
+                    environment={"UNITMGR_VERIFY_TIMEOUT": str(max(int(timeout.seconds * 2), 60))}
+                ),
             ) from None
         record.verification_child = None
         if git.head_commit(worktree) != head or git.tracked_status(worktree) != tracked:
@@ -147,6 +156,8 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
             "validation-failed",
             f"validation failed: exit {exit_code}",
             detail={"verification": verification},
+            # The validation by hand, where it failed: its whole output, not a tail.
+            next_step=f"cd {shlex.quote(str(worktree))} && {record.validation}",
         )
     return {"ok": True, "verification": verification}
 

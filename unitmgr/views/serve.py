@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from registry import bounded
-from registry.errors import Interrupted, StateError, ToolError, UsageError
+from registry.errors import Interrupted, Rewrite, StateError, ToolError, UsageError
 from registry.output import dumps, progress
 from registry.redact import redact
 from registry.timeutil import seconds_from_env
@@ -105,7 +105,8 @@ def port_number(port: int) -> int:
         raise UsageError(
             "invalid-port",
             f"--port must be 0 to 65535 (0: any free port), got {port}",
-            next_step="unit serve --port 8787 (or --port 0 for any free port)",
+            next_step="unit serve --port 8787",
+            next_command=Rewrite(set_options={"--port": "8787"}),
         )
     return port
 
@@ -118,15 +119,14 @@ def serve_token(host: str) -> str | None:
             "serve-token-required",
             f"unit serve --host {host} is reachable from other machines: set "
             f"{TOKEN_VARIABLE} (at least {MIN_TOKEN_LENGTH} characters)",
-            next_step=f"{TOKEN_VARIABLE}=$(openssl rand -hex 24) unit serve --host {host}, "
-            "or unit serve (loopback only)",
+            next_step=f'{TOKEN_VARIABLE}="$(openssl rand -hex 24)" unit serve --host {host}',
         )
     if token is not None and not TOKEN_SHAPE.fullmatch(token):
         raise UsageError(
             "serve-token-required",
             f"{TOKEN_VARIABLE} must be at least {MIN_TOKEN_LENGTH} characters of letters, "
             "digits and ._~+/=-",
-            next_step=f"{TOKEN_VARIABLE}=$(openssl rand -hex 24) unit serve --host {host}",
+            next_step=f'{TOKEN_VARIABLE}="$(openssl rand -hex 24)" unit serve --host {host}',
         )
     return token
 
@@ -230,7 +230,7 @@ def _proven_state_dir(workspace: Workspace, unit_id: str) -> Path | None:
         raise StateError(
             "no-such-unit",
             f"unit {unit_id} is not recorded",
-            next_step="unit list shows the recorded units",
+            next_step="unit list",
         )
     ownership = Ownership(workspace, record, read_only=True)  # no sibling records: this reads
     return ownership.pair_state_dir(ownership.worktree())
@@ -607,14 +607,13 @@ def bind(host: str, port: int, dashboard: Dashboard) -> DashboardServer:
                 "port-in-use",
                 f"port {port} on {host} is in use by another process",
                 detail={"host": host, "port": port},
-                next_step=f"unit serve --host {host} --port 0 (any free port), or stop what "
-                f"listens on {port}",
+                next_step=f"unit serve --host {host} --port 0",  # any free port
             ) from None
         raise StateError(
             "bind-failed",
             f"cannot listen on {host}:{port}: {error.strerror or error}",
             detail={"host": host, "port": port, "errno": error.errno},
-            next_step="unit serve --host 127.0.0.1, or a --host that is an address of this machine",
+            next_step="unit serve --host 127.0.0.1",
         ) from None
 
 

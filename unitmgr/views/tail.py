@@ -167,8 +167,8 @@ def run(repo: str, options: TailOptions) -> Rendered:
         raise StateError(
             "no-turn",
             f"unit {unit_id} has no {which}",
-            next_step=f"unit status --unit {unit_id} --repo {workspace.toplevel} (pair.seq "
-            "names its turns)",
+            # Its `pair.seq` names the turns there are.
+            next_step=f"unit status --unit {unit_id} --repo {workspace.toplevel}",
         )
     _warn_of_config(workspace)
     printer = _Printer(turn.partner, raw=options.raw, below=Path(str(state_dir)).parent)

@@ -22,7 +22,7 @@ from typing import Any
 
 from pair.api import is_receipt, parse_minutes, paths_at, read_receipt
 from registry.dirwatch import DirectoryWatch
-from registry.errors import StateError, UsageError
+from registry.errors import Rewrite, StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_from_epoch, parse_iso
 from unitmgr import config, validation
@@ -44,7 +44,9 @@ def _since(value: str | None) -> float:
         return parse_iso(value).timestamp()
     except ValueError:
         raise UsageError(
-            "invalid-since", f"--since must be an ISO 8601 time, got {value!r}"
+            "invalid-since",
+            f"--since must be an ISO 8601 time, got {value!r}",
+            next_command=Rewrite(drop=("--since",)),
         ) from None
 
 

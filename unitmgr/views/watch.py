@@ -17,7 +17,7 @@ import time
 from typing import Any, cast
 
 from registry import terminal
-from registry.errors import UsageError
+from registry.errors import Rewrite, UsageError
 from registry.output import Rendered
 from unitmgr.views import observe
 from unitmgr.views.attention import NEEDS_LEAD, age_at, waiting_on_you
@@ -228,7 +228,9 @@ def frame(document: dict[str, Any]) -> Any:
 def run(repo: str, *, interval: float, once: bool) -> Rendered:
     if not 0.2 <= interval <= 3600:
         raise UsageError(
-            "invalid-interval", f"--interval must be 0.2 to 3600 seconds, got {interval}"
+            "invalid-interval",
+            f"--interval must be 0.2 to 3600 seconds, got {interval}",
+            next_command=Rewrite(set_options={"--interval": "2"}),
         )
     workspace = Workspace.open(repo)
     from rich.console import Console
@@ -243,6 +245,7 @@ def run(repo: str, *, interval: float, once: bool) -> Rendered:
         raise UsageError(
             "not-a-terminal",
             "unit watch is a live view for a terminal — use unit status --all (or watch --once)",
+            next_command=Rewrite(flags=("--once",)),
         )
     console = Console()
     scanner = WorktreeScanner(reuse=True, common_git_dir=workspace.common_git_dir)
