@@ -2,7 +2,9 @@
 the checks that need git but change nothing, the record a reservation writes, and the resume
 comparison that refuses a differing immutable field by name.
 
-Nothing here takes a lock or writes: that is unitmgr/lifecycle/create.py.
+Nothing here takes a lock or writes: that is unitmgr/lifecycle/create.py. It runs over 400 lines
+because every option, its config default and the pasteable create a refusal offers back (all
+missing options at once) must agree; the option table and the rendering are the next to move out.
 """
 
 from __future__ import annotations
