@@ -10,7 +10,7 @@ The yardstick, `git status --porcelain` in one unit's worktree, is timed right b
 complete (worktree present, one commit ahead, one dirty file, pair readable).
 
 Usage: `python -m bench.status_batch [COUNT ...]` (default 100 300 1000). Creating 1000 units
-takes minutes; the counts run one after the other, each in a fresh scratch repository.
+takes minutes; the counts run one after the other in one scratch repository that grows.
 """
 
 from __future__ import annotations
@@ -34,14 +34,20 @@ RUNS = 5
 CREATORS = 4  # concurrent creates while building (the registry lock serializes only reserve)
 
 
-def build(root: Path, count: int, env: dict[str, str]) -> Path:
+def build(root: Path, env: dict[str, str]) -> Path:
+    """The repository the units are made in, with its first commit."""
     repo = root / "repo"
     run(["git", "init", "-q", "-b", "main", str(repo)], env, root)
     (repo / "README.md").write_text("bench\n")
     run(["git", "-C", str(repo), "add", "README.md"], env, root)
     run(["git", "-C", str(repo), "commit", "-q", "-m", "initial"], env, root)
+    (root / "task.md").write_text("bench task\n")
+    return repo
+
+
+def grow(root: Path, repo: Path, indices: range, limit: int, env: dict[str, str]) -> None:
+    """Units `indices` more, each made by `unit create` and given its executor's work."""
     task = root / "task.md"
-    task.write_text("bench task\n")
     unit = str(Path(sys.executable).with_name("unit"))
 
     def create(index: int) -> None:
@@ -52,7 +58,7 @@ def build(root: Path, count: int, env: dict[str, str]) -> Path:
             "--branch", f"bench/{name}", "--base", "main", "--scope", "bench",
             "--validation", "true", "--lead", "human", "--partner", "script",
             "--model", "cat > /dev/null; echo ok", "--reason", "bench",
-            "--task-file", str(task), "--max-active", str(count), "--max-held", str(count),
+            "--task-file", str(task), "--max-active", str(limit), "--max-held", str(limit),
         ]  # fmt: skip
         run(argv, env, root)
         # The executor's work: a file of its own committed, then edited again and not committed
@@ -64,8 +70,7 @@ def build(root: Path, count: int, env: dict[str, str]) -> Path:
         own.write_text("done, and more in progress\n")
 
     with ThreadPoolExecutor(max_workers=CREATORS) as pool:
-        list(pool.map(create, range(count)))
-    return repo
+        list(pool.map(create, indices))
 
 
 def check_complete(document: dict[str, Any], count: int) -> None:
@@ -82,18 +87,23 @@ def check_complete(document: dict[str, Any], count: int) -> None:
         assert "error" not in pair, unit
 
 
-def measure(counts: tuple[int, ...]) -> list[dict[str, Any]]:
-    rows = []
+def measure(counts: tuple[int, ...]) -> Iterator[dict[str, Any]]:
+    """A row per count, in one repository that grows from one count to the next (the units of
+    a smaller count stay: building 1000 units once instead of 1400)."""
     unit = str(Path(sys.executable).with_name("unit"))
-    for count in counts:
-        root = scratch()
-        try:
-            (root / "home").mkdir()
-            env = environment(root / "home")
+    root = scratch()
+    try:
+        (root / "home").mkdir()
+        env = environment(root / "home")
+        repo = build(root, env)
+        made = 0
+        for count in sorted(counts):
             started = time.perf_counter()
-            repo = build(root, count, env)
+            grow(root, repo, range(made, count), max(counts), env)
+            made = count
             built = time.perf_counter() - started
-            print(f"{count} units built in {built:.0f} s", file=sys.stderr, flush=True)
+            note = f"{count} units built ({built:.0f} s for the new ones)"
+            print(note, file=sys.stderr, flush=True)
             yardstick_worktree = root / "wt" / "u0000"
             status_samples, git_samples = [], []
             for _ in range(RUNS):
@@ -104,19 +114,16 @@ def measure(counts: tuple[int, ...]) -> list[dict[str, Any]]:
                 status_samples.append(taken)
             total = statistics.median(status_samples)
             yardstick = statistics.median(git_samples)
-            rows.append(
-                {
-                    "units": count,
-                    "built_seconds": built,
-                    "status_all": total,
-                    "git_status": yardstick,
-                    "ratio": total / count / yardstick,
-                    "load": " ".join(f"{value:.1f}" for value in os.getloadavg()),
-                }
-            )
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
-    return rows
+            yield {
+                "units": count,
+                "built_seconds": built,
+                "status_all": total,
+                "git_status": yardstick,
+                "ratio": total / count / yardstick,
+                "load": " ".join(f"{value:.1f}" for value in os.getloadavg()),
+            }
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def report(counts: tuple[int, ...] = COUNTS) -> Iterator[str]:
@@ -124,11 +131,11 @@ def report(counts: tuple[int, ...] = COUNTS) -> Iterator[str]:
     yield from [
         "| units (made by `unit create`, 1 commit ahead, 1 dirty file) | `status --all` "
         "| per unit | one `git status --porcelain` | per unit / `git status` (goal: at most 1) "
-        f"| built in ({CREATORS} creates at a time) | load average after |",
+        f"| built in ({CREATORS} creates at a time, the units new at this count) "
+        "| load average after |",
         "|---|---|---|---|---|---|---|",
     ]
-    for count in counts:
-        (row,) = measure((count,))
+    for row in measure(counts):
         yield (
             f"| {row['units']} | {row['status_all'] * 1000:.0f} ms "
             f"| {row['status_all'] * 1000 / row['units']:.2f} ms "
