@@ -245,6 +245,12 @@ def block(item: FeedbackItem, *, edited: bool) -> str:
     if left_out:
         lines.append(f"- ({left_out} more bytes left out: read them at the URL above)")
     lines += [f"{fence}text", body or "(no text)", fence]
+    if item.log_note:
+        lines.append(f"- {inline(item.log_note, 400)}")
+    if item.excerpt is not None:
+        excerpt = clean(item.excerpt).strip("\n")
+        log_fence = fence_for(excerpt)
+        lines += [f"{log_fence}text", excerpt or "(empty log)", log_fence]
     return "\n".join(lines) + "\n"
 
 

@@ -300,6 +300,8 @@ class FeedbackItem:
     where: str = ""  # "path:line", or the check's name
     title: str = ""  # a check's conclusion and app, a review's state
     log: bool = False  # a log excerpt's bounds apply (check output), not a comment's
+    excerpt: str | None = None  # an Actions job log's last lines (hostile, like `body`)
+    log_note: str = ""  # the tool's own words on that log: where it is saved, or why it is not
 
     @property
     def ci(self) -> bool:
