@@ -134,3 +134,24 @@ def test_a_gone_log_says_so_and_still_forwards_the_output(sandbox: Sandbox, gith
     text = (sandbox.registry / "tasks" / "u1.md").read_text()
     assert "test_a failed" in text and "lint failed" in text
     assert "the job log is gone (HTTP 410)" in text and "the job log is gone (HTTP 404)" in text
+
+
+def test_resolved_and_outdated_review_threads_are_not_forwarded(
+    sandbox: Sandbox, github: Any
+) -> None:
+    working_unit(sandbox)
+    number = github.add_pull("feat/u1", HEAD)
+    open_one = github.comment(number, "alice", "still open", path="a.py", line=1)
+    resolved = github.comment(number, "alice", "already resolved", path="a.py", line=2)
+    outdated = github.comment(number, "alice", "on old code", path="a.py", line=3)
+    github.resolved_threads.add(resolved)
+    github.outdated_threads.add(outdated)
+    sent = feedback(sandbox, "--unit", "u1", "--send")
+    assert sent.code == 0 and sent["sent"] == [f"review-comment:{open_one}"], sent.stdout
+    text = (sandbox.registry / "tasks" / "u1.md").read_text()
+    assert "still open" in text and "already resolved" not in text and "on old code" not in text
+    # Nothing new to forward: the next poll does not ask GraphQL (it has no ETags).
+    asked = github.requests.count(("POST", "/graphql"))
+    assert asked == 1, github.requests
+    assert feedback(sandbox, "--unit", "u1").code == 0
+    assert github.requests.count(("POST", "/graphql")) == asked

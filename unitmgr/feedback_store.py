@@ -23,6 +23,7 @@ from registry.userdirs import private_dir, repository_id, state_home
 
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a larger ETag file is ignored whole (a refetch, not a read)
 MAX_ENTRIES = 64  # URLs remembered per unit: one poll reads fewer than 20
+MAX_SETTLED = 1000  # resolved review comments remembered per unit
 MAX_ENTRY_BYTES = 512 * 1024  # a larger answer is not cached: it is simply fetched again
 LOG_CAP_BYTES = 10 * 1024 * 1024  # a job log is saved whole up to this, then cut
 LOG_TAIL_READ = 512 * 1024  # the excerpt is found in the log's last bytes, not the whole file
@@ -51,20 +52,37 @@ class EtagCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.entries: dict[str, dict[str, Any]] = self._read() if path else {}
+        self.entries: dict[str, dict[str, Any]] = {}
+        # review-comment key -> signature, for comments found in resolved or outdated threads:
+        # they are not asked about again until edited (GraphQL has no ETags)
+        self.settled: dict[str, str] = {}
+        if path is not None:
+            self._read()
         self.changed = False
         self.conditional = 0  # requests sent with If-None-Match
         self.not_modified = 0  # of those, answered 304
 
-    def _read(self) -> dict[str, dict[str, Any]]:
+    def _read(self) -> None:
         assert self.path is not None
         try:
             if os.lstat(self.path).st_size > MAX_FILE_BYTES:
-                return {}
+                return
             raw = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError):
-            return {}
-        entries = raw.get("entries") if isinstance(raw, dict) else None
+            return
+        if not isinstance(raw, dict):
+            return
+        settled = raw.get("settled")
+        if isinstance(settled, dict):
+            self.settled = {
+                str(key): sig
+                for key, sig in list(settled.items())[-MAX_SETTLED:]
+                if isinstance(sig, str) and re.fullmatch(r"[0-9a-f]{64}", sig)
+            }
+        self.entries = self._entries(raw.get("entries"))
+
+    @staticmethod
+    def _entries(entries: Any) -> dict[str, dict[str, Any]]:
         if not isinstance(entries, dict):
             return {}
         kept: dict[str, dict[str, Any]] = {}
@@ -97,7 +115,10 @@ class EtagCache:
         if self.path is None or not self.changed:
             return
         private_dir(self.path.parent)
-        write_text_atomic(self.path, json.dumps({"version": 1, "entries": self.entries}))
+        while len(self.settled) > MAX_SETTLED:
+            self.settled.pop(next(iter(self.settled)))
+        document = {"version": 1, "entries": self.entries, "settled": self.settled}
+        write_text_atomic(self.path, json.dumps(document))
         self.changed = False
 
 

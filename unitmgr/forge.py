@@ -224,6 +224,10 @@ class Forge(Protocol):
         conversation comments of PR `number`, each with its author's association."""
         ...
 
+    def settled_review_comments(self, number: int) -> set[int]:
+        """Ids of PR `number`'s review comments in resolved or outdated threads."""
+        ...
+
     def viewer(self) -> str | None:
         """The login the token speaks for (this tool's own identity), None when unknown."""
         ...

@@ -56,6 +56,18 @@ if TYPE_CHECKING:
     from unitmgr.feedback_store import EtagCache
 
 T = TypeVar("T")
+REVIEW_THREADS = """
+query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100, after: $cursor) {
+        pageInfo { hasNextPage endCursor }
+        nodes { isResolved isOutdated comments(first: 100) { nodes { databaseId } } }
+      }
+    }
+  }
+}
+"""
 PER_PAGE = 100
 MAX_PAGES = 50
 
@@ -561,6 +573,34 @@ class GitHubForge:
         conversation, _ = self._list(f"{self.prefix}/issues/{number}/comments")
         found += [_feedback("comment", f"comment:{int(item['id'])}", item) for item in conversation]
         return found
+
+    def settled_review_comments(self, number: int) -> set[int]:
+        """The ids of review comments in threads that are resolved or outdated (GraphQL
+        `reviewThreads`: REST has no resolved state), at most 50 pages of 100 threads."""
+        owner, name = self.repository.split("/", 1)
+        settled: set[int] = set()
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            variables = {"owner": owner, "name": name, "number": number, "cursor": cursor}
+
+            def request(variables: dict[str, Any] = variables) -> Any:
+                return self.requester.graphql_query(REVIEW_THREADS, variables)[1]
+
+            data = self._retried("POST /graphql reviewThreads", request)
+            pull = ((data.get("data") or {}).get("repository") or {}).get("pullRequest") or {}
+            threads = pull.get("reviewThreads") or {}
+            for thread in threads.get("nodes") or []:
+                if isinstance(thread, dict) and (
+                    thread.get("isResolved") or thread.get("isOutdated")
+                ):
+                    for comment in (thread.get("comments") or {}).get("nodes") or []:
+                        if isinstance(comment, dict) and isinstance(comment.get("databaseId"), int):
+                            settled.add(comment["databaseId"])
+            page = threads.get("pageInfo") or {}
+            cursor = page.get("endCursor")
+            if not page.get("hasNextPage") or not isinstance(cursor, str):
+                break
+        return settled
 
     def viewer(self) -> str | None:
         try:

@@ -107,6 +107,10 @@ class FakeGitHub:
     # check run (= Actions job) id -> its log text, or the status its logs route answers
     # (404: never kept, 410: expired)
     job_logs: dict[int, str | int] = field(default_factory=dict)
+    # review comment ids whose thread is resolved, or outdated (each review comment starts its
+    # own thread here); GraphQL's `reviewThreads` is the only place GitHub says so
+    resolved_threads: set[int] = field(default_factory=set)
+    outdated_threads: set[int] = field(default_factory=set)
     # (method, path pattern, action): run once, when a matching request arrives (a push or a
     # merge that lands while the product is reading)
     hooks: list[tuple[str, re.Pattern[str], Any]] = field(default_factory=list)
@@ -708,6 +712,29 @@ class FakeGitHub:
             )
         )
         return response
+
+    def handle_graphql(self, request: Request) -> Response:
+        """A minimal `/graphql`: the one query unitmgr sends (a PR's `reviewThreads`)."""
+        self.requests.append((request.method, "/graphql"))
+        asked = json.loads(request.data or b"{}")
+        variables = asked.get("variables") or {}
+        if "reviewThreads" not in str(asked.get("query")):
+            return self._json({"errors": [{"message": "this fake answers reviewThreads only"}]})
+        number = int(variables.get("number") or 0)
+        if number not in self.pulls:
+            error = {"type": "NOT_FOUND", "message": f"no pull request {number}"}
+            return self._json({"data": {"repository": {"pullRequest": None}}, "errors": [error]})
+        nodes = [
+            {
+                "id": f"PRRT_{comment['id']}",
+                "isResolved": comment["id"] in self.resolved_threads,
+                "isOutdated": comment["id"] in self.outdated_threads,
+                "comments": {"nodes": [{"databaseId": comment["id"]}]},
+            }
+            for comment in self.review_comments.get(number, [])
+        ]
+        threads = {"pageInfo": {"hasNextPage": False, "endCursor": None}, "nodes": nodes}
+        return self._json({"data": {"repository": {"pullRequest": {"reviewThreads": threads}}}})
 
     def when(self, method: str, pattern: str, action: Any) -> None:
         """Run `action()` once, as the first request matching `method` and `pattern` arrives."""

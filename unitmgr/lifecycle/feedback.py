@@ -264,7 +264,9 @@ def _gather(
             Path(scratch) if options.dry_run else logs_dir(workspace.common_git_dir, record.unit_id)
         )
         try:
-            gathered = fb.gather(forge, record, options.only)
+            before = dict(forge.cache.settled)
+            gathered = fb.gather(forge, record, options.only, forge.cache.settled)
+            forge.cache.changed |= forge.cache.settled != before
         finally:
             cache, forge.cache, forge.logs = forge.cache, None, None
     if not options.dry_run:
