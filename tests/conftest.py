@@ -494,6 +494,9 @@ def github(httpserver: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     fake = FakeGitHub(base_url=httpserver.url_for("/api/v3"))
     httpserver.expect_request(re.compile(r"^/api/v3/.*")).respond_with_handler(fake.handle)
+    httpserver.expect_request("/api/graphql", method="POST").respond_with_handler(
+        fake.handle_graphql
+    )
     monkeypatch.setenv("GITHUB_API_URL", fake.base_url)
     monkeypatch.setenv("GITHUB_REPOSITORY", fake.repository)
     monkeypatch.setenv("GH_TOKEN", GITHUB_TOKEN)

@@ -123,14 +123,19 @@ def open_pull(forge: Forge, record: UnitRecord) -> PullRequest:
     return found[0]
 
 
-def gather(forge: Forge, record: UnitRecord, only: str | None) -> Gathered:
+def gather(
+    forge: Forge, record: UnitRecord, only: str | None, settled: dict[str, str] | None = None
+) -> Gathered:
+    """What GitHub says about the unit's PR; `settled` (key -> signature of review comments
+    known to sit in resolved or outdated threads) is read and extended in place."""
     pr = open_pull(forge, record)
     kinds = KINDS_OF[only] if only else tuple(k for group in KINDS_OF.values() for k in group)
     ci = forge.ci_feedback(pr.head_sha) if "check" in kinds else CiReport([], [])
     items = list(ci.failures)
     own: dict[str, str] = {}
     if only != "ci":
-        items += [item for item in forge.review_feedback(pr.number) if item.kind in kinds]
+        reviews = [item for item in forge.review_feedback(pr.number) if item.kind in kinds]
+        items += _unsettled(forge, record, pr.number, reviews, {} if settled is None else settled)
         if pr.author:
             own[pr.author.lower()] = "the unit's own identity (the PR's author)"
         viewer = forge.viewer()
@@ -148,6 +153,35 @@ def gather(forge: Forge, record: UnitRecord, only: str | None) -> Gathered:
             "while its feedback was gathered"
         )
     return gathered
+
+
+def _unsettled(
+    forge: Forge,
+    record: UnitRecord,
+    number: int,
+    items: list[FeedbackItem],
+    settled: dict[str, str],
+) -> list[FeedbackItem]:
+    """`items` without the review comments of resolved or outdated threads. GraphQL (which has
+    no ETags) is asked only when a review comment is neither sent nor known settled with its
+    current text: an idle poll stays 304s."""
+    sent = (record.feedback or {}).get("sent") if isinstance(record.feedback, dict) else None
+    sent = sent if isinstance(sent, dict) else {}
+
+    def new(item: FeedbackItem) -> bool:
+        earlier = sent.get(item.key)
+        if isinstance(earlier, dict) and earlier.get("sig") == signature(item):
+            return False
+        return settled.get(item.key) != signature(item)
+
+    comments = [item for item in items if item.kind == "review-comment"]
+    if any(new(item) for item in comments):
+        found = {f"review-comment:{i}" for i in forge.settled_review_comments(number)}
+        for item in comments:
+            settled.pop(item.key, None)
+            if item.key in found:
+                settled[item.key] = signature(item)
+    return [item for item in items if settled.get(item.key) != signature(item)]
 
 
 # -- trust and the ledger -----------------------------------------------------------------------
@@ -245,6 +279,12 @@ def block(item: FeedbackItem, *, edited: bool) -> str:
     if left_out:
         lines.append(f"- ({left_out} more bytes left out: read them at the URL above)")
     lines += [f"{fence}text", body or "(no text)", fence]
+    if item.log_note:
+        lines.append(f"- {inline(item.log_note, 400)}")
+    if item.excerpt is not None:
+        excerpt = clean(item.excerpt).strip("\n")
+        log_fence = fence_for(excerpt)
+        lines += [f"{log_fence}text", excerpt or "(empty log)", log_fence]
     return "\n".join(lines) + "\n"
 
 

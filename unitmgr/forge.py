@@ -224,6 +224,10 @@ class Forge(Protocol):
         conversation comments of PR `number`, each with its author's association."""
         ...
 
+    def settled_review_comments(self, number: int) -> set[int]:
+        """Ids of PR `number`'s review comments in resolved or outdated threads."""
+        ...
+
     def viewer(self) -> str | None:
         """The login the token speaks for (this tool's own identity), None when unknown."""
         ...
@@ -300,6 +304,8 @@ class FeedbackItem:
     where: str = ""  # "path:line", or the check's name
     title: str = ""  # a check's conclusion and app, a review's state
     log: bool = False  # a log excerpt's bounds apply (check output), not a comment's
+    excerpt: str | None = None  # an Actions job log's last lines (hostile, like `body`)
+    log_note: str = ""  # the tool's own words on that log: where it is saved, or why it is not
 
     @property
     def ci(self) -> bool:

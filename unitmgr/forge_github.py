@@ -49,7 +49,25 @@ from unitmgr.forge import (
 )
 from unitmgr.workspace import Workspace
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from unitmgr.feedback_store import EtagCache
+
 T = TypeVar("T")
+REVIEW_THREADS = """
+query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100, after: $cursor) {
+        pageInfo { hasNextPage endCursor }
+        nodes { isResolved isOutdated comments(first: 100) { nodes { databaseId } } }
+      }
+    }
+  }
+}
+"""
 PER_PAGE = 100
 MAX_PAGES = 50
 
@@ -107,6 +125,10 @@ class GitHubForge:
         )
         self.requester = self.client.requester
         self.prefix = f"/repos/{repository}"
+        # Set by `unit feedback`: its GETs become conditional (SPEC 7: an idle poll costs 304s).
+        self.cache: EtagCache | None = None
+        # Set by `unit feedback`: where a failed Actions job's log is saved (None: not read).
+        self.logs: Path | None = None
 
     # -- the retry layer -----------------------------------------------------------------------
 
@@ -183,9 +205,39 @@ class GitHubForge:
                 ),
             ) from None
 
+    def _fetch(self, url: str, parameters: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
+        """One GET: conditional when a cache is set and holds an ETag for it (a 304 answers
+        with the cached copy), else plain."""
+        if self.cache is None:
+            return self.requester.requestJsonAndCheck("GET", url, parameters=parameters)
+        import json
+
+        from unitmgr.feedback_store import cache_key
+
+        key = cache_key(url, parameters)
+        cached = self.cache.lookup(key)
+        headers = {"If-None-Match": str(cached["etag"])} if cached else None
+        self.cache.conditional += bool(cached)
+        status, answered, output = self.requester.requestJson(
+            "GET", url, dict(parameters) if parameters else None, headers
+        )
+        if status == 304 and cached is not None:
+            self.cache.not_modified += 1
+            return ({"link": cached["link"]} if cached["link"] else {}), cached["data"]
+        try:
+            data = json.loads(output) if output else None
+        except ValueError:
+            data = {"data": output}
+        if status >= 400:
+            raise self.requester.createException(
+                status, answered, data if isinstance(data, dict) else {}
+            )
+        self.cache.store(key, _header(answered, "etag"), _header(answered, "link"), data)
+        return answered, data
+
     def _get(self, path: str, parameters: dict[str, Any] | None = None) -> Any:
         def request() -> Any:
-            _, data = self.requester.requestJsonAndCheck("GET", path, parameters=parameters)
+            _, data = self._fetch(path, parameters)
             return data
 
         return self._retried(f"GET {path}", request)
@@ -209,7 +261,7 @@ class GitHubForge:
             params: dict[str, Any] | None = {**(parameters or {}), "per_page": PER_PAGE}
             for _ in range(MAX_PAGES):
                 assert url is not None
-                headers, data = self.requester.requestJsonAndCheck("GET", url, parameters=params)
+                headers, data = self._fetch(url, params)
                 page = data.get(key, []) if key and isinstance(data, dict) else data
                 for item in page or []:
                     if not isinstance(item, dict) or (keep is not None and not keep(item)):
@@ -445,6 +497,9 @@ class GitHubForge:
                 for note in found
             ]
         app = run.get("app") or {}
+        excerpt, note = None, ""
+        if self.logs is not None and app.get("slug") == "github-actions":
+            excerpt, note = self._job_log(int(run.get("id") or 0))
         return FeedbackItem(
             kind="check",
             key=f"check:{sha}:{int(run.get('id') or 0)}",
@@ -454,7 +509,57 @@ class GitHubForge:
             where=str(run.get("name")),
             title=f"{run.get('conclusion')} by {app.get('slug') or app.get('name') or 'an app'}",
             log=True,
+            excerpt=excerpt,
+            log_note=note,
         )
+
+    def _job_log(self, job_id: int) -> tuple[str | None, str]:
+        """An Actions job's log (a check run's id is its job's): the route answers 302 to a
+        short-lived URL, followed and streamed into the unit's log directory; then its excerpt.
+        Gone (404, 410: logs expire) or unreadable: no excerpt, and a note saying so."""
+        # `tail` holds the stream's last bytes, so `partial` is whether it starts mid-line.
+        from requests import exceptions as http
+
+        from unitmgr.feedback import LOG_BYTES, LOG_LINES
+        from unitmgr.feedback_store import (
+            log_excerpt,
+            read_log_summary,
+            save_log,
+            write_log_summary,
+        )
+
+        assert self.logs is not None
+        url = f"{self.prefix}/actions/jobs/{job_id}/logs"
+        path = self.logs / f"{job_id}.log"
+        summary = self.logs / f"{job_id}.json"
+        earlier = read_log_summary(summary)
+        if earlier is not None:  # read once: an idle poll fetches no log again
+            return earlier
+
+        def fetch() -> tuple[int, bool, bytes]:
+            try:
+                _, _, chunks = self.requester.getStream(url, chunk_size=65536)
+                return save_log(path, chunks)
+            except http.HTTPError as error:
+                answer = error.response
+                status = answer.status_code if answer is not None else 0
+                headers = dict(answer.headers) if answer is not None else {}
+                raise self.requester.createException(status, headers, {}) from None
+
+        try:
+            kept, cut, tail = self._retried(f"GET {url}", fetch)
+        except GitHubRefused as error:
+            if error.status not in (404, 410):
+                return None, f"the job log could not be read (HTTP {error.status})"
+            gone = f"the job log is gone (HTTP {error.status}): only the output is quoted"
+            write_log_summary(summary, None, gone)
+            return None, gone
+        note = f"job log, last lines (the whole log, {kept} bytes, is saved at {path}"
+        note += ", cut at 10 MiB)" if cut else ")"
+        partial = kept > len(tail) or cut
+        excerpt = log_excerpt(tail, partial=partial, max_lines=LOG_LINES, max_bytes=LOG_BYTES)
+        write_log_summary(summary, excerpt, note)
+        return excerpt, note
 
     def review_feedback(self, number: int) -> list[FeedbackItem]:
         reviews, _ = self._list(f"{self.prefix}/pulls/{number}/reviews")
@@ -473,6 +578,34 @@ class GitHubForge:
         conversation, _ = self._list(f"{self.prefix}/issues/{number}/comments")
         found += [_feedback("comment", f"comment:{int(item['id'])}", item) for item in conversation]
         return found
+
+    def settled_review_comments(self, number: int) -> set[int]:
+        """The ids of review comments in threads that are resolved or outdated (GraphQL
+        `reviewThreads`: REST has no resolved state), at most 50 pages of 100 threads."""
+        owner, name = self.repository.split("/", 1)
+        settled: set[int] = set()
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            variables = {"owner": owner, "name": name, "number": number, "cursor": cursor}
+
+            def request(variables: dict[str, Any] = variables) -> Any:
+                return self.requester.graphql_query(REVIEW_THREADS, variables)[1]
+
+            data = self._retried("POST /graphql reviewThreads", request)
+            pull = ((data.get("data") or {}).get("repository") or {}).get("pullRequest") or {}
+            threads = pull.get("reviewThreads") or {}
+            for thread in threads.get("nodes") or []:
+                if isinstance(thread, dict) and (
+                    thread.get("isResolved") or thread.get("isOutdated")
+                ):
+                    for comment in (thread.get("comments") or {}).get("nodes") or []:
+                        if isinstance(comment, dict) and isinstance(comment.get("databaseId"), int):
+                            settled.add(comment["databaseId"])
+            page = threads.get("pageInfo") or {}
+            cursor = page.get("endCursor")
+            if not page.get("hasNextPage") or not isinstance(cursor, str):
+                break
+        return settled
 
     def viewer(self) -> str | None:
         try:

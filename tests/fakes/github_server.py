@@ -104,6 +104,13 @@ class FakeGitHub:
     issue_comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     annotations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     viewer: str = "lead-tool"
+    # check run (= Actions job) id -> its log text, or the status its logs route answers
+    # (404: never kept, 410: expired)
+    job_logs: dict[int, str | int] = field(default_factory=dict)
+    # review comment ids whose thread is resolved, or outdated (each review comment starts its
+    # own thread here); GraphQL's `reviewThreads` is the only place GitHub says so
+    resolved_threads: set[int] = field(default_factory=set)
+    outdated_threads: set[int] = field(default_factory=set)
     # (method, path pattern, action): run once, when a matching request arrives (a push or a
     # merge that lands while the product is reading)
     hooks: list[tuple[str, re.Pattern[str], Any]] = field(default_factory=list)
@@ -687,7 +694,7 @@ class FakeGitHub:
         path = urllib.parse.unquote(raw)
         self.requests.append((request.method, path))
         self.authorization.append(request.headers.get("Authorization"))
-        response = self._answer(request, raw, path)
+        response = _conditional(request, self._answer(request, raw, path))
         try:
             body = json.loads(response.get_data() or b"null")
         except ValueError:
@@ -705,6 +712,29 @@ class FakeGitHub:
             )
         )
         return response
+
+    def handle_graphql(self, request: Request) -> Response:
+        """A minimal `/graphql`: the one query unitmgr sends (a PR's `reviewThreads`)."""
+        self.requests.append((request.method, "/graphql"))
+        asked = json.loads(request.data or b"{}")
+        variables = asked.get("variables") or {}
+        if "reviewThreads" not in str(asked.get("query")):
+            return self._json({"errors": [{"message": "this fake answers reviewThreads only"}]})
+        number = int(variables.get("number") or 0)
+        if number not in self.pulls:
+            error = {"type": "NOT_FOUND", "message": f"no pull request {number}"}
+            return self._json({"data": {"repository": {"pullRequest": None}}, "errors": [error]})
+        nodes = [
+            {
+                "id": f"PRRT_{comment['id']}",
+                "isResolved": comment["id"] in self.resolved_threads,
+                "isOutdated": comment["id"] in self.outdated_threads,
+                "comments": {"nodes": [{"databaseId": comment["id"]}]},
+            }
+            for comment in self.review_comments.get(number, [])
+        ]
+        threads = {"pageInfo": {"hasNextPage": False, "endCursor": None}, "nodes": nodes}
+        return self._json({"data": {"repository": {"pullRequest": {"reviewThreads": threads}}}})
 
     def when(self, method: str, pattern: str, action: Any) -> None:
         """Run `action()` once, as the first request matching `method` and `pattern` arrives."""
@@ -727,6 +757,12 @@ class FakeGitHub:
         segments = [urllib.parse.unquote(part) for part in raw.split("/")[1:]]
         if request.method == "GET" and segments == ["user"]:
             return self._json(self.viewer_json())
+        if request.method == "GET" and segments[:2] == ["_blobs", "job-logs"]:
+            # The short-lived URL a job's logs route redirects to (blob storage on GitHub).
+            log = self.job_logs.get(int(segments[2]))
+            if not isinstance(log, str):
+                return Response("expired", status=404, content_type="text/plain")
+            return Response(log, content_type="text/plain")
         if len(segments) < 3 or segments[0] != "repos":
             return self._not_found()
         repository = f"{segments[1]}/{segments[2]}"
@@ -737,6 +773,14 @@ class FakeGitHub:
         args = request.args
         if method == "GET" and route == ("pulls",):
             return self._pulls(request)
+        if method == "GET" and len(route) == 4 and route[:2] == ("actions", "jobs"):
+            log = self.job_logs.get(int(route[2]))
+            if log is None or isinstance(log, int):
+                status = log or 404
+                return self._json(_error("Gone" if status == 410 else "Not Found", status), status)
+            return Response(
+                status=302, headers={"Location": f"{self.api}/_blobs/job-logs/{int(route[2])}"}
+            )
         if method == "GET" and len(route) == 2 and route[0] == "pulls" and route[1].isdigit():
             pull = self.pulls.get(int(route[1]))
             return self._json(self.pull_json(pull, full=True)) if pull else self._not_found()
@@ -1003,6 +1047,22 @@ class FakeGitHub:
         return Response(
             json.dumps(data), status=status, headers=headers or {}, content_type="application/json"
         )
+
+
+def _conditional(request: Request, response: Response) -> Response:
+    """GitHub's ETags: every 200 to a GET names its body; a GET whose `If-None-Match` names the
+    body it would get is answered 304 with no body (and GitHub does not count it against the
+    rate limit)."""
+    if request.method != "GET" or response.status_code != 200:
+        return response
+    import hashlib
+
+    etag = 'W/"' + hashlib.sha256(response.get_data()).hexdigest()[:40] + '"'
+    response.headers["ETag"] = etag
+    asked = [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]
+    if etag in asked:
+        return Response(status=304, headers={"ETag": etag})
+    return response
 
 
 # -- GitHub's objects ----------------------------------------------------------------------------

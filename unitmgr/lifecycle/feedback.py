@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from registry.errors import StateError, UsageError
@@ -205,7 +206,7 @@ def _one(
     record = load(workspace, unit_id)
     if options.send and ledger_of(record)["pending_send"] and not options.dry_run:
         return _send(workspace, unit_id, options, settings, gathered=None)
-    gathered = fb.gather(forge, record, options.only)
+    gathered = _gather(workspace, forge, record, options)
     ledger, found, rendered = _plan(record, gathered, settings)
     document = {"ok": True, "status": "read", **_document(record, gathered, found, rendered)}
     if ledger["pending_send"]:
@@ -245,6 +246,32 @@ def _one(
         journal = Journal(workspace.registry, record, "feedback")
         return {**document, "ok": True, "dry_run": True, "plan": journal.plan(resuming=False)}
     return _send(workspace, unit_id, options, settings, gathered=gathered, document=document)
+
+
+def _gather(
+    workspace: Workspace, forge: Any, record: UnitRecord, options: FeedbackOptions
+) -> fb.Gathered:
+    """`fb.gather` with this unit's ETags (what did not change since the last poll is answered
+    304, SPEC 7, and read from the cache) and its job-log directory. A dry run keeps no new
+    ETag and no log: it reads the logs into a directory removed after it."""
+    import tempfile
+
+    from unitmgr.feedback_store import etag_cache, logs_dir
+
+    with tempfile.TemporaryDirectory(prefix="unitmgr-feedback-") as scratch:
+        forge.cache = etag_cache(workspace.common_git_dir, record.unit_id)
+        forge.logs = (
+            Path(scratch) if options.dry_run else logs_dir(workspace.common_git_dir, record.unit_id)
+        )
+        try:
+            before = dict(forge.cache.settled)
+            gathered = fb.gather(forge, record, options.only, forge.cache.settled)
+            forge.cache.changed |= forge.cache.settled != before
+        finally:
+            cache, forge.cache, forge.logs = forge.cache, None, None
+    if not options.dry_run:
+        cache.save()
+    return gathered
 
 
 def _mark_capped(
