@@ -1,5 +1,8 @@
 """`unit feedback` (SPEC 3.17): a unit's CI failures and review reach its executor, once.
 
+Just over 400 lines: the read, the four journaled steps and the `--all` loop share one ledger
+and its invariants, kept in one place on purpose.
+
 Read-only without `--send`: what is pending, the addendum it would make, what is withheld and
 why, the round counters. With `--send`, under the unit lock, one journaled run of four steps:
 
