@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import signal
 import time
 from collections.abc import Callable
@@ -228,7 +229,7 @@ def _request_cancel(paths: PairPaths, worktree: str, seq: int | None, why: str) 
                 "marker-unreadable",
                 f"the in-flight marker {paths.marker_file} cannot be read — inspect it, confirm "
                 "no partner process remains, then run pair clear",
-                next_step=f"pair clear --repo {worktree}",
+                next_step=shlex.join(["pair", "clear", "--repo", str(worktree)]),
             ) from None
         if marker is None or (seq is not None and marker.seq != seq):
             return None

@@ -7,6 +7,7 @@ progress of long steps goes to stderr. Both pass through `registry.redact`.
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from registry import terminal
@@ -33,8 +34,17 @@ class Rendered:
         self.styled = styled
 
 
+# C1 controls (8-bit CSI, OSC, ST) and U+2028/U+2029 pass `ensure_ascii=False` raw; a terminal
+# acts on them, so they are written as \\u escapes: still valid JSON, the same values (SPEC 8).
+_RAW_IN_JSON = re.compile("[\u0080-\u009f\u2028\u2029]")
+
+
+def escape_raw_controls(text: str) -> str:
+    return _RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
 def dumps(document: Any) -> str:
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return escape_raw_controls(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
 
 def emit(document: Any, stream: TextIO | None = None) -> None:

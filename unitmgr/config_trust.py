@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,7 @@ def require_approved(config: ProjectConfig, key: str, *, common_dir: Path, tople
             "sha256": digest(command),
             "approved_sha256": earlier.get("sha256") if earlier else None,
         },
-        next_step=f"unit config --approve --repo {toplevel}",
+        next_step=shlex.join(["unit", "config", "--approve", "--repo", str(toplevel)]),
     )
 
 

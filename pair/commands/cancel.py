@@ -3,6 +3,7 @@ lives."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ def _nothing_to_cancel(session: Session, seq: int, receipt: dict[str, Any] | Non
         "no-turn-in-flight",
         f"no turn is in flight in {session.worktree}{ended}",
         detail={"seq": seq, "receipt": receipt},
-        next_step=f"pair status --repo {session.worktree}",
+        next_step=shlex.join(["pair", "status", "--repo", str(session.worktree)]),
     )
 
 

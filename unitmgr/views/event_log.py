@@ -290,7 +290,9 @@ def _read_more(workspace: Workspace, lines: _Lines, position: int, shown: _Filte
 
 
 def _json_line(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    from registry.output import escape_raw_controls
+
+    return escape_raw_controls(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def _interrupted(

@@ -15,6 +15,7 @@ lines are printed while a turn runs, so a line (or a secret) is never split acro
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -168,7 +169,9 @@ def run(repo: str, options: TailOptions) -> Rendered:
             "no-turn",
             f"unit {unit_id} has no {which}",
             # Its `pair.seq` names the turns there are.
-            next_step=f"unit status --unit {unit_id} --repo {workspace.toplevel}",
+            next_step=shlex.join(
+                ["unit", "status", "--unit", unit_id, "--repo", str(workspace.toplevel)]
+            ),
         )
     _warn_of_config(workspace)
     printer = _Printer(turn.partner, raw=options.raw, below=Path(str(state_dir)).parent)
@@ -191,9 +194,12 @@ def run(repo: str, options: TailOptions) -> Rendered:
                 return Rendered(status_line(receipt))
             raise StateError(
                 "turn-lost",
-                f"turn #{turn.seq} of unit {unit_id} ended without a receipt",
-                next_step=f"pair wait --repo {record.worktree} --seq {turn.seq} (reports "
-                "worker-lost; pair clear --repo WORKTREE recovers a dead marker)",
+                f"turn #{turn.seq} of unit {unit_id} ended without a receipt (pair wait reports "
+                "it worker-lost; pair clear recovers a dead marker)",
+                # Quoted: the recorded worktree is executor-writable text (SPEC 8).
+                next_step=shlex.join(
+                    ["pair", "wait", "--repo", str(record.worktree), "--seq", str(turn.seq)]
+                ),
             )
         time.sleep(POLL_SECONDS)
 

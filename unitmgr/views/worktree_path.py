@@ -19,7 +19,9 @@ from unitmgr import validation
 
 
 def _printable(path: str) -> bool:
-    return os.path.isabs(path) and not any(ord(char) < 0x20 or ord(char) == 0x7F for char in path)
+    return os.path.isabs(path) and not any(
+        ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F for char in path
+    )
 
 
 def run(repo: str, unit: str, *, lock_timeout: str) -> Rendered:
