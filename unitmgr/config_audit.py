@@ -42,7 +42,7 @@ def snapshot(toplevel: Path, common_dir: Path) -> Items:
         raise StateError(
             "git-failed",
             f"git config --list fails in {toplevel}: the repository's config is unreadable",
-            next_step=shlex.join(["git", "-C", str(toplevel), "config", "--list"]),
+            next_step=f"git -C {shlex.quote(str(toplevel))} config --list",
         )
     return config_audit.snapshot(
         listing,
