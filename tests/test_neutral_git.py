@@ -211,10 +211,12 @@ def test_a_users_own_hooks_and_global_filters_still_apply_to_the_executor(
     assert result.code == 0, result.stdout
     worktree = sandbox.worktree("u1")
     assert (worktree / "asset.bin").read_text() == "smudged content\n"
-    assert git(worktree, "status", "--porcelain") == ""  # index populated, as a checkout's
     assert not marker.exists(), marker.read_text()
     receipt = sandbox.wait_turn("u1")
     assert receipt["status"] == "replied", receipt
+    # Read once the executor's turn (which adds and commits) is over: the index was populated
+    # as a checkout's, so the smudged asset does not read as modified.
+    assert git(worktree, "status", "--porcelain") == ""
     assert (sandbox.root / "user-hook.log").read_text() == "pre-commit\n"
     assert git(worktree, "log", "-1", "--format=%s") == "hi"
 
