@@ -259,8 +259,10 @@ def test_a_real_turn_is_still_cancelled_with_its_whole_group(sandbox: Sandbox) -
     assert created.code == 0, created.stdout + created.stderr
     wait_until(lambda: pid_file.exists() and pid_file.read_text().strip())
     background = int(pid_file.read_text())
-    marker = json.loads((pair_dir(sandbox, "u1") / "in-flight.json").read_text())
-    partner = marker["partner"]["pid"]
+    marker_file = pair_dir(sandbox, "u1") / "in-flight.json"
+    # The partner may run before its supervisor records it in the marker: wait for the record.
+    wait_until(lambda: (json.loads(marker_file.read_text()).get("partner") or {}).get("pid"))
+    partner = json.loads(marker_file.read_text())["partner"]["pid"]
     cancelled = sandbox.unit("cancel", "--unit", "u1", "--reason", "enough")
     assert cancelled.code == 0, cancelled.stdout + cancelled.stderr
     assert cancelled["status"] == "cancelled"

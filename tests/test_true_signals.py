@@ -183,19 +183,30 @@ def _kill_the_turn(sandbox: Sandbox, unit: str) -> None:
     import os
     import signal
 
-    marker = json.loads(
-        (Path(sandbox.record(unit)["pair"]["state_dir"]) / "in-flight.json").read_text()
-    )
+    from registry.processes import group_members
+    from tests.conftest import gone
+
+    marker_file = Path(sandbox.record(unit)["pair"]["state_dir"]) / "in-flight.json"
+
+    def partner_of(marker: dict) -> dict:
+        return marker.get("partner") or {}
+
+    # The partner can start (and touch its file) before its supervisor records it in the
+    # marker: read the marker once it names the partner, or the partner would be left alive.
+    wait_until(lambda: partner_of(json.loads(marker_file.read_text())).get("pid"), timeout=30)
+    marker = json.loads(marker_file.read_text())
     for role in ("supervisor", "partner"):
         pid = (marker.get(role) or {}).get("pid")
         if pid:
             os.kill(pid, signal.SIGKILL)
-    from tests.conftest import gone
-
     for role in ("supervisor", "partner"):
         pid = (marker.get(role) or {}).get("pid")
         if pid:
             wait_until(lambda pid=pid: gone(pid), timeout=30)
+    # What the partner had started (its `sleep`) lives on briefly: a process of the turn, so
+    # `pair clear` would rightly refuse until it too is gone.
+    group = partner_of(marker)["pgid"]
+    wait_until(lambda: not group_members(group), timeout=30)
 
 
 def test_a_lost_turn_keeps_a_receipt_after_pair_clear(sandbox: Sandbox) -> None:
