@@ -134,7 +134,10 @@ def deliver(call: Callable[[], object], command_line: str) -> int:
         document = {
             "ok": False,
             "code": "interrupted",
-            "reason": f"interrupted by {name}; its children were stopped (a journaled command keeps its journal)",
+            "reason": (
+                f"interrupted by {name}; its children were stopped "
+                "(a journaled command keeps its journal)"
+            ),
             # The bare command line: a journaled command resumes, a read runs again.
             "next": command_line,
             "detail": {"signal": name},
