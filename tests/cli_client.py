@@ -36,6 +36,7 @@ _STARTUP_SETTINGS = ("PYTHON", "LC_ALL", "LC_CTYPE")
 _server: subprocess.Popen[str] | None = None
 _socket_dir: str | None = None
 _settings: dict[str, str] | None = None
+_starting = threading.Lock()
 
 
 def _startup_settings(env: dict[str, str]) -> dict[str, str]:
@@ -54,6 +55,13 @@ def serves(program: str, env: dict[str, str]) -> bool:
 
 
 def _socket_path(env: dict[str, str]) -> str:
+    # Tests run commands from several threads at once (concurrent creates): only one of them
+    # may start the server, and none may read the socket path while another is replacing it.
+    with _starting:
+        return _started_socket_path(env)
+
+
+def _started_socket_path(env: dict[str, str]) -> str:
     global _server, _socket_dir, _settings
     if _server is not None and _server.poll() is None:
         assert _socket_dir is not None

@@ -565,10 +565,22 @@ class DashboardServer(ThreadingHTTPServer):
         if not self.slots.acquire(blocking=False):
             self._turn_away(request)
             return
+        # The slot is the thread's from the moment it starts (it releases it when done), so it
+        # is released here only while no thread was started. A stop signal landing right after
+        # the start must not release it a second time: the `ValueError` of an over-released
+        # semaphore would replace the interrupt, socketserver would print it, and the server
+        # would go on serving after being told to stop.
         try:
             request.settimeout(self.handler_timeout)
-            super().process_request(request, client_address)
+            thread = threading.Thread(
+                target=self.process_request_thread, args=(request, client_address), daemon=True
+            )
         except BaseException:
+            self.slots.release()
+            raise
+        try:
+            thread.start()
+        except RuntimeError:  # no thread could be started: nothing else will release the slot
             self.slots.release()
             raise
 
