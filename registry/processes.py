@@ -132,7 +132,8 @@ KILL_WAIT_SECONDS = 2.0  # how long a SIGKILLed process may take to be gone
 
 
 def kill_tree(identity: ProcessIdentity, *, proof: Proof, grace_seconds: float = 2.0) -> list[int]:
-    """SIGTERM the recorded process's group and descendants, SIGKILL what is left after `grace`.
+    """SIGTERM the recorded process's group and descendants, SIGKILL what is left after `grace`
+    (with no grace, SIGKILL at once).
 
     Descendants are snapshotted first, because a grandchild that called `setsid()` escapes the
     group signal. Returns the pids that were signalled. A process that is not the recorded one
@@ -187,6 +188,12 @@ def kill_tree(identity: ProcessIdentity, *, proof: Proof, grace_seconds: float =
         return []
     # killpg also reaches members started after the snapshot, so only for a group proven ours.
     group_id = pgid if group and leader == "ours" and not strangers else None
+    if grace_seconds <= 0:
+        # No grace is SIGKILL at once: a SIGTERM first would give a supervisor's handler the
+        # moment it needs to write a receipt for a turn its caller is declaring never started.
+        _signal_all(targets.values(), group_id, signal.SIGKILL)
+        wait_gone(list(targets.values()), timeout_seconds=KILL_WAIT_SECONDS)
+        return sorted(targets)
     _signal_all(targets.values(), group_id, signal.SIGTERM)
     remaining = wait_gone(list(targets.values()), timeout_seconds=grace_seconds)
     if remaining:

@@ -88,6 +88,7 @@ def test_a_relative_worktree_is_taken_from_the_current_directory(sandbox: Sandbo
     from_elsewhere = run_cli("unit", *args, "--repo", str(sandbox.repo), cwd=elsewhere)
     assert from_elsewhere.code == 0, from_elsewhere.stdout + from_elsewhere.stderr
     assert sandbox.record("u2")["worktree"] == str(sandbox.worktree("u2"))
+    sandbox.wait_turn("u2")  # its first turn ends before the snapshot, not during it
 
     # Inside a worktree is still refused, nothing written; `next` puts it beside the repository.
     before = sandbox.snapshot()
@@ -113,6 +114,8 @@ def test_the_task_inline_and_on_standard_input(sandbox: Sandbox) -> None:
     piped = sandbox.unit(*sandbox.create_args("u2", task_file="-", **ROOMY), input=b"Piped.\n")
     assert piped.code == 0, piped.stdout + piped.stderr
     assert sandbox.record("u2")["task"] == "Piped."
+    for unit in ("u1", "u2"):  # their first turns end before the snapshot, not during it
+        sandbox.wait_turn(unit)
 
     before = sandbox.snapshot()
     args = sandbox.create_args("u3", task_file="-", **ROOMY)
