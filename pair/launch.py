@@ -241,6 +241,11 @@ def start_supervisor(
             )
         if time.monotonic() > deadline:
             _stop_late_supervisor(paths, supervisor, token)
+            # A turn fast enough to end between the last look and the kill has its receipt:
+            # that is the answer, not a failure to start.
+            receipt = read_receipt(receipt_file) if receipt_file.exists() else None
+            if receipt and "unreadable" not in receipt:
+                return receipt
             raise StateError(
                 "supervisor-failed",
                 f"the detached supervisor pid {supervisor.pid} did not start within "

@@ -157,8 +157,13 @@ def test_a_double_forked_child_of_a_replied_turn_is_a_leftover(sandbox: Sandbox)
 
 
 def test_a_supervisor_that_misses_its_handshake_is_stopped(sandbox: Sandbox) -> None:
-    ran = sandbox.root / "ran"
-    init_script(sandbox, f"cat >/dev/null; touch {ran}; echo late")
+    ran, gate = sandbox.root / "ran", sandbox.root / "gate"
+    # The turn cannot end before the handshake's deadline (its gate stays shut until after
+    # the refusal), so a receipt could only come from a supervisor that outlived its stop.
+    init_script(
+        sandbox,
+        f"cat >/dev/null; while [ ! -f {gate} ]; do sleep 0.05; done; touch {ran}; echo late",
+    )
     late = sandbox.pair(
         "send",
         "--kind",
@@ -172,6 +177,7 @@ def test_a_supervisor_that_misses_its_handshake_is_stopped(sandbox: Sandbox) -> 
     pair_dir = state(sandbox)
     assert not (pair_dir / "in-flight.json").exists()
     assert not (pair_dir / "transcripts" / "0001-task-receipt.json").exists()
+    gate.write_text("open\n")
     again = sandbox.pair("send", "--kind", "task", "--body-file", body(sandbox))
     assert again.code == 0 and again["seq"] == 2 and again["reply"] == "late"
 
