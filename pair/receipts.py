@@ -108,3 +108,27 @@ def minimal_receipt(
         "budgets": {"idle_seconds": marker.idle_seconds, "total_seconds": marker.total_seconds},
         "base_commit": marker.base_commit,
     }
+
+
+def untrusted_session_receipt(
+    paths: PairPaths, session: Session, marker: Marker, supervisor_pid: int, started_at: str
+) -> dict[str, Any] | None:
+    """The `failed` receipt of a turn whose session the lead did not sign (SPEC 8), to write
+    instead of starting a partner; None when the lead's MAC covers the session."""
+    from pair.state import session_trusted, untrusted_session_error
+
+    if session_trusted(paths, session):
+        return None
+    error = untrusted_session_error(paths, session.worktree)
+    receipt = minimal_receipt(
+        paths,
+        session,
+        marker,
+        status="failed",
+        reason=error.reason,
+        supervisor_pid=supervisor_pid,
+        started_at=started_at,
+        leftovers=[],
+    )
+    receipt.update({"code": error.code, "next": error.next_step})
+    return receipt

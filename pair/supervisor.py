@@ -32,7 +32,7 @@ from pair.partners.base import REPLY_MAX_BYTES, TurnOutcome, TurnRequest
 from pair.paths import PairPaths
 from pair.proof import turn_environment
 from pair.reaper import become_subreaper, sweep_descendants
-from pair.receipts import failure_fields, minimal_receipt
+from pair.receipts import failure_fields, minimal_receipt, untrusted_session_receipt
 from pair.ref_audit import audit_refs, foreign_changes
 from pair.state import (
     Marker,
@@ -264,6 +264,8 @@ def run_and_account(
     started_at: str,
 ) -> dict[str, Any]:
     """Run the turn, kill what is left of it, write the reply; the receipt to write."""
+    if refused := untrusted_session_receipt(paths, session, marker, supervisor_pid, started_at):
+        return refused  # a session rewritten since `send` verified it: no partner starts
     seq, kind = marker.seq, marker.kind
     request = TurnRequest(
         partner=session.partner,

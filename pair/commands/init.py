@@ -18,6 +18,7 @@ from pair.state import (
     marker_mutex,
     read_marker,
     save_session,
+    sign_session,
 )
 from registry.atomic import ensure_private_dir
 from registry.processes import ProcessIdentity
@@ -143,10 +144,21 @@ def init(
             on_partner_start=on_partner_start,
             idle_minutes=idle,
             total_minutes=total,
+            key_id=lead_key_id(paths),
         )
     else:
+        sign_session(paths, session, lead_key_id(paths))
         save_session(paths, session)
     return {"ok": True, "status": "created", **session_view(paths, session), **document}
+
+
+def lead_key_id(paths: PairPaths) -> str:
+    """The lead's signing key for this repository (`registry.signing`): named by its common
+    dir, kept outside it (SPEC 8)."""
+    from pair.git import common_dir
+    from registry.userdirs import repository_id
+
+    return repository_id(common_dir(paths.state_dir.parent))
 
 
 def _store(paths: PairPaths, session: Session, changes: dict[str, Any]) -> Session:
