@@ -83,7 +83,11 @@ def read_status(state_dir: str | Path) -> dict[str, Any]:
     seq, kind = session.seq, session.latest_kind
     receipt = None
     if seq >= 1 and kind:
-        receipt = read_receipt(paths.turn_file(seq, kind, "-receipt.json"))
+        receipt_file = paths.turn_file(seq, kind, "-receipt.json")
+        receipt = read_receipt(receipt_file)
+        if receipt is not None and "unreadable" not in receipt:
+            # The receipt is the executor's to write: where it lies is derived, never read.
+            receipt["receipt_file"] = str(receipt_file)
     turn_seq = marker.seq if marker is not None else seq
     turn_kind = marker.kind if marker is not None else kind
     return {

@@ -104,10 +104,8 @@ def send_or_adopt(record: UnitRecord, *, body: str, what: str) -> dict[str, Any]
     elif status["seq"] >= 1 or in_flight:
         # Never a second first turn: the earlier attempt's turn is the one.
         record.pair.latest_seq = (in_flight or {}).get("seq") or status["seq"]
-        receipt = status.get("latest_receipt") or {}
-        record.pair.latest_receipt_file = receipt.get("receipt_file") or receipt_path(
-            status, record.pair.latest_seq
-        )
+        # Derived from the pair's own state dir, never a path a receipt names (SPEC 8).
+        record.pair.latest_receipt_file = receipt_path(status, record.pair.latest_seq)
         return {"adopted": True, "seq": record.pair.latest_seq}
     progress(f"unit {record.unit_id}: sending {what}")
     running = pair_api.send(
