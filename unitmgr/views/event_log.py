@@ -122,10 +122,11 @@ def run(
     events_file = workspace.registry.events_file
     lines = _Lines()
     events, offset, size, problem = _read_tail(workspace, lines)
-    if shown.unit is not None and not workspace.registry.exists(shown.unit):
-        if not any(event.get("unit") == shown.unit for event in events):
-            # Neither recorded nor in the log (a dismantled unit's events still are): a typo.
-            raise StateError("no-such-unit", f"unit {shown.unit} is not recorded")
+    # Neither recorded nor in the log (a dismantled unit's events still are): a typo.
+    unit = shown.unit
+    logged = unit is None or any(event.get("unit") == unit for event in events)
+    if unit is not None and not logged and not workspace.registry.exists(unit):
+        raise StateError("no-such-unit", f"unit {unit} is not recorded")
     events = [event for event in events if shown.wants(event)]
     if follow:
         return _follow(workspace, shown, lines, (events, size, warning), output_format)
