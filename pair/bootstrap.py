@@ -20,6 +20,7 @@ from pair.models import Resolution, check_claude_family
 from pair.partners.base import Partner, TurnRequest
 from pair.paths import PairPaths
 from pair.runner import BootstrapTurn, TurnLease
+from pair.session_trust import sign_session
 from pair.state import (
     BOOTSTRAP_KIND,
     Marker,
@@ -28,7 +29,6 @@ from pair.state import (
     load_session,
     release_owned_marker,
     save_session,
-    sign_session,
 )
 from pair.turn import DEFAULT_BUDGET_MINUTES
 from registry.atomic import write_text_atomic

@@ -29,25 +29,6 @@ from registry.records import Record, RecordTooNew, RecordUnreadable
 SESSION_SCHEMA_VERSION = 1
 TURN_KINDS = ("task", "review", "question", "ready", "accepted", "blocked", "stalemate", "handoff")
 BOOTSTRAP_KIND = "init"
-# What the supervisor runs or the lead trusts from the session (SPEC 8: an executor can write
-# it): the partner and its command line (a script partner's model is a shell command), the
-# binary and home it runs with, the session it resumes, its write role, the worktree it runs
-# in and the branch and unit its ref audit allows. Signed by the lead at `pair init` (a
-# restaff is a new init), verified before every turn; adding a field is one line here.
-SIGNED_SESSION_FIELDS = (
-    "partner",
-    "sid",
-    "role",
-    "model",
-    "model_resolved",
-    "effort",
-    "identity",
-    "identity_home",
-    "partner_bin",
-    "worktree",
-    "branch",
-    "unit",
-)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -80,7 +61,7 @@ class Session(Record):
     # Variables every turn's partner gets, passed in at init by a caller like `unit` (a unit's
     # UNIT_PORT and UNIT_PORTS, SPEC 3.19); pair.environment.session_variables filters them.
     environment: dict[str, Any] | None = None
-    # The lead's MAC of `SIGNED_SESSION_FIELDS` (`registry.signing.sign_at`): {key, mac}.
+    # The lead's MAC of pair/session_trust.py's `SIGNED_SESSION_FIELDS`: {key, mac}.
     signature: dict[str, Any] | None = None
     worktree: str
     state_dir: str
@@ -183,49 +164,6 @@ def load_session(paths: PairPaths) -> Session | None:
 
 def save_session(paths: PairPaths, session: Session) -> None:
     write_text_atomic(paths.session_file, json.dumps(session.to_json(), indent=2) + "\n")
-
-
-def signed_values(session: Session) -> dict[str, Any]:
-    """The values the session's signature covers."""
-    return {name: getattr(session, name) for name in SIGNED_SESSION_FIELDS}
-
-
-def sign_session(paths: PairPaths, session: Session, key_id: str) -> None:
-    """Sign the session's `SIGNED_SESSION_FIELDS` with the lead's key for this repository
-    (`key_id`: `registry.userdirs.repository_id` of its common dir), bound to its state dir."""
-    from registry.signing import SESSION_FIELD, Signer, sign_at
-
-    signer = Signer(key_id)
-    session.signature = sign_at(signer, paths.state_dir, SESSION_FIELD, signed_values(session))
-
-
-def session_trusted(paths: PairPaths, session: Session) -> bool:
-    """Whether the lead's MAC covers the session's signed fields at this state dir."""
-    from registry.signing import SESSION_FIELD, verified_at
-
-    return verified_at(paths.state_dir, SESSION_FIELD, signed_values(session), session.signature)
-
-
-def untrusted_session_error(paths: PairPaths, root: Path | str) -> StateError:
-    """`session-untrusted`: the session's partner, command or binary is not the lead's."""
-    import shlex
-
-    fields = ", ".join(SIGNED_SESSION_FIELDS)
-    return StateError(
-        "session-untrusted",
-        f"the pair session {paths.session_file} is not signed by this lead (its {fields} "
-        "drive the turn, and an executor can write the file; a session from before signatures "
-        "carries none) — nothing was run; end it and run pair init again",
-        detail={"session_file": str(paths.session_file), "signed_fields": fields},
-        next_step=f"pair end --repo {shlex.quote(str(root))}",
-    )
-
-
-def require_trusted(paths: PairPaths, session: Session, root: Path | str) -> Session:
-    """`session`, when the lead signed it; else `session-untrusted`, before anything runs."""
-    if not session_trusted(paths, session):
-        raise untrusted_session_error(paths, root)
-    return session
 
 
 class MarkerUnreadable(Exception):

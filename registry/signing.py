@@ -219,8 +219,8 @@ def child_field(command: str, step: str) -> str:
 # -- a pair session's notify target and its staffing -----------------------------------------
 
 NOTIFY_FIELD = "notify"
-# The session fields the supervisor and the lead run (pair/state.py's `SIGNED_SESSION_FIELDS`
-# lists them), signed together as one value under this field name.
+# The session fields the supervisor and the lead run (`SIGNED_SESSION_FIELDS`, in
+# pair/session_trust.py), signed together as one value under this field name.
 SESSION_FIELD = "session"
 
 

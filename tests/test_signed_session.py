@@ -3,7 +3,7 @@
 The supervisor runs a script partner's model as a shell command and every partner from the
 session's `partner_bin`, and the lead's `send` asks that binary its version: an executor that
 rewrites its `session.json` would otherwise pick what the lead's next `pair send` or `unit
-addendum` runs. The lead signs the session at `pair init` (pair/state.py
+addendum` runs. The lead signs the session at `pair init` (pair/session_trust.py
 `SIGNED_SESSION_FIELDS`) and every turn verifies it before anything runs.
 """
 
@@ -117,7 +117,8 @@ def test_a_session_rewritten_after_send_checked_it_runs_nothing(sandbox: Sandbox
     _plant(granted.paths.session_file, model=f"touch {marker}; cat")
     runner_for(granted.paths.state_dir).start(granted.turn)
     receipt = pair_api.wait(sandbox.repo, seq=granted.turn.seq, timeout_min=1)
-    assert receipt["status"] == "failed" and receipt["code"] == "session-untrusted", receipt
+    assert receipt["status"] == "failed" and "not signed by this lead" in receipt["reason"]
+    assert receipt["next"].startswith("pair end --repo "), receipt
     assert receipt["command"] == [] and receipt["partner_pid"] is None
     assert not marker.exists()
     assert not granted.paths.marker_file.exists()  # released: the next turn may start

@@ -11,6 +11,7 @@ from pair.commands.shared import locate_paths, parse_minutes, resolve_lead, sess
 from pair.environment import is_session_variable, partner_environment
 from pair.errors import StateError, UsageError
 from pair.paths import PairPaths
+from pair.session_trust import lead_key_id, sign_session
 from pair.state import (
     MarkerUnreadable,
     Session,
@@ -18,7 +19,6 @@ from pair.state import (
     marker_mutex,
     read_marker,
     save_session,
-    sign_session,
 )
 from registry.atomic import ensure_private_dir
 from registry.processes import ProcessIdentity
@@ -150,15 +150,6 @@ def init(
         sign_session(paths, session, lead_key_id(paths))
         save_session(paths, session)
     return {"ok": True, "status": "created", **session_view(paths, session), **document}
-
-
-def lead_key_id(paths: PairPaths) -> str:
-    """The lead's signing key for this repository (`registry.signing`): named by its common
-    dir, kept outside it (SPEC 8)."""
-    from pair.git import common_dir
-    from registry.userdirs import repository_id
-
-    return repository_id(common_dir(paths.state_dir.parent))
 
 
 def _store(paths: PairPaths, session: Session, changes: dict[str, Any]) -> Session:

@@ -21,13 +21,13 @@ from pair.errors import UsageError
 from pair.git import head_commit
 from pair.paths import PairPaths
 from pair.runner import TurnLease, TurnStart, runner_for
+from pair.session_trust import require_trusted
 from pair.state import (
     TURN_KINDS,
     Marker,
     Session,
     acquire_marker,
     crash_point,
-    require_trusted,
     save_session,
 )
 from registry.atomic import ensure_private_dir, write_text_atomic

@@ -134,6 +134,7 @@ def report_first_turn(document: dict[str, Any], record: UnitRecord) -> None:
     receipt = pair_api.ended_receipt(record.pair.state_dir, record.pair.latest_seq)
     if receipt is None:
         return
+    settle_view(document.get("unit"), receipt)
     if receipt.get("ok"):
         document["first_turn"] = receipt
         return
@@ -144,6 +145,24 @@ def report_first_turn(document: dict[str, Any], record: UnitRecord) -> None:
         detail={"receipt": receipt, "unit": document.get("unit")},
         next_step=first_turn_resend(record),
     )
+
+
+def settle_view(unit: Any, receipt: dict[str, Any]) -> None:
+    """The described unit's pair as the ended turn's receipt says (one source of truth): the
+    view was read before the turn ended, so it may still show that turn in flight while
+    `first_turn` says it replied. The receipt is written before the marker goes, so it wins."""
+    observed = unit.get("observed") if isinstance(unit, dict) else None
+    if not isinstance(observed, dict):
+        return
+    pair = observed.get("pair")
+    if not isinstance(pair, dict) or not pair.get("ok"):
+        return
+    in_flight = pair.get("in_flight")
+    if isinstance(in_flight, dict) and in_flight.get("seq") == receipt.get("seq"):
+        pair["in_flight"] = None
+    if pair.get("seq") == receipt.get("seq"):
+        pair["latest_receipt"] = receipt
+        observed["latest_receipt"] = receipt
 
 
 def end_proven_pair(ownership: Ownership, outcome: StepOutcome, *, skipped: str) -> bool:
