@@ -71,3 +71,17 @@ def test_a_planted_sid_keeps_pair_end_inside_ended(sandbox: Sandbox) -> None:
     assert ended.code == 0, ended.stdout
     assert Path(ended["ended_dir"]).parent == state_dir / "ended"
     assert not (sandbox.root / "moved").exists()
+
+
+def test_pair_status_looks_up_no_store_a_planted_session_names(sandbox: Sandbox) -> None:
+    init = sandbox.pair("init", "--partner", "script", "--model", "cat", "--role", "executor")
+    assert init.code == 0, init.stdout
+    home = sandbox.root / "planted-home"
+    (home / "sessions").mkdir(parents=True)  # a readable store without the sid: "unknown"
+    session_file = _state_dir(sandbox) / "session.json"
+    session = json.loads(session_file.read_text())
+    session.update({"partner": "codex", "identity_home": str(home)})
+    session_file.write_text(json.dumps(session))
+    status = sandbox.pair("status")
+    assert status.code == 0, status.stdout
+    assert status["session_known"] is True  # nothing looked up where the planted path points

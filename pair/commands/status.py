@@ -148,9 +148,14 @@ def status(repo: str | Path) -> dict[str, Any]:
     _, paths = locate_paths(repo)
     session = require_session(paths)
     view = read_status(paths.state_dir)
-    # Only a positive absence counts: an unreadable store or a CLI without one says True.
+    # Only a positive absence counts: an unreadable store or a CLI without one says True. The
+    # store is looked up only where the lead's signed session says (SPEC 8: no planted path).
     from pair.partners import adapter_for
+    from pair.session_trust import session_trusted
 
+    if not session_trusted(paths, session):
+        view["session_known"] = True
+        return view
     view["session_known"] = adapter_for(session.partner).session_known(
         session.sid, identity_home=session.identity_home, worktree=Path(session.worktree)
     )
