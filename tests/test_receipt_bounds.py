@@ -35,10 +35,13 @@ def test_a_reply_over_a_mib_leaves_its_receipt_readable(sandbox: Sandbox) -> Non
 def test_create_reports_its_first_turn_once(sandbox: Sandbox) -> None:
     created = sandbox.create("u1")
     assert created.code == 0, created.stdout
-    first = created["first_turn"]
-    assert first["status"] == "replied"
     observed = created["unit"]["observed"]
     in_flight = observed["pair"]["in_flight"]
+    first = created.document.get("first_turn")
+    if first is None:  # the turn outlived the create (a loaded machine): it says in flight
+        assert in_flight is not None and in_flight["seq"] == 1, created.stdout
+        return
+    assert first["status"] == "replied"
     assert in_flight is None or in_flight["seq"] != first["seq"], in_flight
     assert observed["latest_receipt"]["status"] == "replied"
     assert observed["pair"]["latest_receipt"]["seq"] == first["seq"]
