@@ -20,6 +20,7 @@ from pair.models import Resolution, check_claude_family
 from pair.partners.base import Partner, TurnRequest
 from pair.paths import PairPaths
 from pair.runner import BootstrapTurn, TurnLease
+from pair.session_trust import sign_session
 from pair.state import (
     BOOTSTRAP_KIND,
     Marker,
@@ -110,7 +111,10 @@ def run_bootstrap(
     on_partner_start: Callable[[ProcessIdentity], None] | None = None,
     idle_minutes: float = BOOTSTRAP_IDLE_MINUTES,
     total_minutes: float = BOOTSTRAP_TOTAL_MINUTES,
+    key_id: str,
 ) -> tuple[Session, dict[str, Any]]:
+    """Run the bootstrap turn and save the session it completes, signed with the lead's key
+    `key_id` (SPEC 8: the sid and resolved model it learns are signed fields)."""
     lease = grant_bootstrap(
         paths, Path(session.worktree), idle_minutes=idle_minutes, total_minutes=total_minutes
     )
@@ -129,6 +133,7 @@ def run_bootstrap(
             ),
             on_partner_start,
         )
+        sign_session(paths, session, key_id)
         save_session(paths, session)  # before the marker goes: no gap for a second init
         return session, document
     finally:

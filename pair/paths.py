@@ -70,7 +70,10 @@ class PairPaths:
         return self.state_dir / "ended"
 
     def turn_file(self, seq: int, kind: str, suffix: str) -> Path:
-        """`suffix` is `.log`, `-prompt.md`, `-reply.md`, `-receipt.json` or `-supervisor.log`."""
+        """`suffix` is `.log`, `-prompt.md`, `-reply.md`, `-receipt.json` or `-supervisor.log`.
+        A kind that is not one plain name is refused (its files stay in `transcripts/`)."""
+        if not kind or "/" in kind or "\0" in kind or kind.startswith("."):
+            raise ValueError(f"not a turn kind: {kind[:64]!r}")
         return self.transcripts_dir / f"{seq:04d}-{kind}{suffix}"
 
     def transcript_file(self, seq: int, kind: str) -> Path:

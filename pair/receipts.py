@@ -108,3 +108,57 @@ def minimal_receipt(
         "budgets": {"idle_seconds": marker.idle_seconds, "total_seconds": marker.total_seconds},
         "base_commit": marker.base_commit,
     }
+
+
+def untrusted(
+    paths: PairPaths, session: Session, marker: Marker, supervisor_pid: int, started_at: str
+) -> dict[str, Any] | None:
+    """The `failed` receipt of a turn whose session the lead did not sign (SPEC 8), to write
+    instead of starting a partner; None when the lead's MAC covers the session."""
+    from pair.session_trust import session_trusted, untrusted_session_error
+
+    if session_trusted(paths, session):
+        return None
+    error = untrusted_session_error(paths, session.worktree)
+    receipt = minimal_receipt(
+        paths,
+        session,
+        marker,
+        status="failed",
+        reason=error.reason,
+        supervisor_pid=supervisor_pid,
+        started_at=started_at,
+        leftovers=[],
+    )
+    receipt["next"] = error.next_step  # its code stays its status, as every failed receipt's
+    return receipt
+
+
+# A receipt is read with a 1 MiB bound (SPEC 8, registry/bounded.py): the reply it embeds is
+# cut to this much JSON, so a long reply never makes its own receipt unreadable. The whole
+# reply stays in the turn's `-reply.md` (`reply_file`).
+RECEIPT_REPLY_JSON_BYTES = 256 * 1024
+
+
+def embedded_reply(reply: str | None) -> dict[str, Any]:
+    """`{reply}` for a receipt, and `reply_truncated {bytes, kept_bytes}` when the reply was cut
+    to RECEIPT_REPLY_JSON_BYTES of JSON (escapes counted: `\\u` forms are six bytes)."""
+    import json
+
+    if reply is None or len(reply) * 12 <= RECEIPT_REPLY_JSON_BYTES:  # fits even escaped
+        return {"reply": reply}
+    if len(json.dumps(reply)) <= RECEIPT_REPLY_JSON_BYTES:
+        return {"reply": reply}
+    low, high = 0, min(len(reply), RECEIPT_REPLY_JSON_BYTES)
+    while low < high:  # the longest prefix whose JSON fits
+        middle = (low + high + 1) // 2
+        if len(json.dumps(reply[:middle])) <= RECEIPT_REPLY_JSON_BYTES:
+            low = middle
+        else:
+            high = middle - 1
+    kept = reply[:low]
+    size = len(reply.encode("utf-8", "surrogateescape"))
+    return {
+        "reply": kept,
+        "reply_truncated": {"bytes": size, "kept_bytes": len(kept.encode("utf-8", "replace"))},
+    }

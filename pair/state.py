@@ -61,6 +61,8 @@ class Session(Record):
     # Variables every turn's partner gets, passed in at init by a caller like `unit` (a unit's
     # UNIT_PORT and UNIT_PORTS, SPEC 3.19); pair.environment.session_variables filters them.
     environment: dict[str, Any] | None = None
+    # The lead's MAC of pair/session_trust.py's `SIGNED_SESSION_FIELDS`: {key, mac}.
+    signature: dict[str, Any] | None = None
     worktree: str
     state_dir: str
     transcripts: str
@@ -104,6 +106,13 @@ class Marker(Record):
         return None
 
 
+def check_kind(kind: str, where: str) -> None:
+    """A turn's kind names its files (`transcripts/0001-<kind>-receipt.json`): a planted kind
+    like `x/../../../.bashrc` would make a receipt written for it land anywhere."""
+    if kind not in TURN_KINDS and kind != BOOTSTRAP_KIND:
+        raise RecordUnreadable(f"{where} is not a turn kind: {kind[:64]!r}")
+
+
 def crash_point(command: str, step: str) -> None:
     """SPEC 8's test hook, for pair's own steps: with `UNITMGR_TEST_HOOKS=1` and
     `UNITMGR_TEST_CRASH_AFTER=<command>:<step>:done`, SIGKILL this process right here."""
@@ -141,7 +150,10 @@ def load_session(paths: PairPaths) -> Session | None:
     try:
         if isinstance(version, int) and version > SESSION_SCHEMA_VERSION:
             raise RecordTooNew(version)
-        return Session.decode(data, "session")
+        session = Session.decode(data, "session")
+        if session.latest_kind is not None:
+            check_kind(session.latest_kind, "session.latest_kind")
+        return session
     except (RecordUnreadable, RecordTooNew) as error:
         raise StateError(
             "pair-session-unreadable",
@@ -169,7 +181,9 @@ def read_marker(paths: PairPaths) -> Marker | None:
     if not isinstance(data, dict):
         raise MarkerUnreadable("not an object")
     try:
-        return Marker.decode(data, "marker")
+        marker = Marker.decode(data, "marker")
+        check_kind(marker.kind, "marker.kind")
+        return marker
     except RecordUnreadable as error:
         raise MarkerUnreadable(str(error)) from None
 

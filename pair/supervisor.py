@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pair import git as pair_git
+from pair import receipts
 from pair.environment import partner_environment, session_variables
 from pair.notify import announce_turn_end, stuck_alarm
 from pair.partners import adapter_for
@@ -32,7 +33,6 @@ from pair.partners.base import REPLY_MAX_BYTES, TurnOutcome, TurnRequest
 from pair.paths import PairPaths
 from pair.proof import turn_environment
 from pair.reaper import become_subreaper, sweep_descendants
-from pair.receipts import failure_fields, minimal_receipt
 from pair.ref_audit import audit_refs, foreign_changes
 from pair.state import (
     Marker,
@@ -103,7 +103,7 @@ def build_receipt(
     retry_after = getattr(outcome, "retry_after_seconds", None)
     ok = result.status == "replied"
     # The minimal receipt names every key; the turn's own facts replace its plain values.
-    receipt = minimal_receipt(
+    receipt = receipts.minimal_receipt(
         paths,
         session,
         marker,
@@ -117,7 +117,7 @@ def build_receipt(
         del receipt["code"], receipt["next"]
     else:  # worded again: a rate limit's next step names its wait
         receipt.update(
-            failure_fields(
+            receipts.failure_fields(
                 result.status,
                 root=session.worktree,
                 seq=seq,
@@ -135,7 +135,7 @@ def build_receipt(
             "reason": outcome.reason,
             "exit_code": result.exit_code,
             "seconds": result.seconds,
-            "reply": outcome.reply,
+            **receipts.embedded_reply(outcome.reply),
             "partial_reply": result.partial_reply,
             "heavy_queue": result.heavy_queue,
             "throttle_signals": result.throttle_signals,
@@ -234,7 +234,7 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
         except Exception as error:  # the receipt must exist whatever happened
             _print_traceback()
             # Plain values only: building the full receipt (or writing the reply) is what broke.
-            receipt = minimal_receipt(
+            receipt = receipts.minimal_receipt(
                 paths,
                 session,
                 owned,
@@ -264,6 +264,8 @@ def run_and_account(
     started_at: str,
 ) -> dict[str, Any]:
     """Run the turn, kill what is left of it, write the reply; the receipt to write."""
+    if refused := receipts.untrusted(paths, session, marker, supervisor_pid, started_at):
+        return refused  # a session rewritten since `send` verified it: no partner starts
     seq, kind = marker.seq, marker.kind
     request = TurnRequest(
         partner=session.partner,

@@ -216,20 +216,39 @@ def child_field(command: str, step: str) -> str:
     return f"journal.{command}.{step}.child"
 
 
-# -- a pair session's notify target -----------------------------------------------------------
+# -- a pair session's notify target and its staffing -----------------------------------------
 
 NOTIFY_FIELD = "notify"
+# The session fields the supervisor and the lead run (`SIGNED_SESSION_FIELDS`, in
+# pair/session_trust.py), signed together as one value under this field name.
+SESSION_FIELD = "session"
 
 
 def _location(state_dir: Path | str) -> str:
     return os.path.realpath(state_dir)
 
 
+def sign_at(
+    signer: Signer, state_dir: Path | str, field: str, value: dict[str, Any]
+) -> dict[str, str]:
+    """The lead's signature `{key, mac}` of `value` as `field` of the pair state dir
+    `state_dir`: bound to that directory, so it cannot be copied to another pair."""
+    return {"key": signer.key_id, "mac": signer.mac(_location(state_dir), field, value)}
+
+
+def verified_at(state_dir: Path | str, field: str, value: dict[str, Any], signature: Any) -> bool:
+    """Whether `signature` (as `sign_at` made it) is the lead's MAC of `value` as `field` at
+    `state_dir`. Never makes a key; a missing, malformed or foreign signature is False."""
+    if not isinstance(signature, dict) or not isinstance(signature.get("key"), str):
+        return False
+    signer = Signer(signature["key"])
+    return signer.verify(_location(state_dir), field, value, signature.get("mac"))
+
+
 def sign_target(signer: Signer, state_dir: Path | str, target: dict[str, Any]) -> dict[str, Any]:
     """`target` with the lead's MAC, bound to the pair state dir it is stored in (SPEC 8: the
     supervisor runs a notify command only when the lead put it there)."""
-    mac = signer.mac(_location(state_dir), NOTIFY_FIELD, target)
-    return {**target, "signature": {"key": signer.key_id, "mac": mac}}
+    return {**target, "signature": sign_at(signer, state_dir, NOTIFY_FIELD, target)}
 
 
 def verified_target(state_dir: Path | str, stored: Any) -> dict[str, Any] | None:
@@ -237,11 +256,7 @@ def verified_target(state_dir: Path | str, stored: Any) -> dict[str, Any] | None
     there; None otherwise (an executor can write its session: nothing is sent)."""
     if not isinstance(stored, dict):
         return None
-    signature = stored.get("signature")
-    if not isinstance(signature, dict) or not isinstance(signature.get("key"), str):
-        return None
     target = {key: value for key, value in stored.items() if key != "signature"}
-    signer = Signer(signature["key"])
-    if not signer.verify(_location(state_dir), NOTIFY_FIELD, target, signature.get("mac")):
+    if not verified_at(state_dir, NOTIFY_FIELD, target, stored.get("signature")):
         return None
     return target

@@ -553,6 +553,14 @@ def _session_unreadable(e: Env) -> Result:
     return e.pair("status")
 
 
+@case("session-untrusted")
+def _session_untrusted(e: Env) -> Result:
+    assert e.pair("init", "--partner", "script", "--model", "cat").code == 0
+    session = e.sandbox.common_dir / "pair" / "session.json"
+    session.write_text(session.read_text().replace('"model": "cat"', '"model": "true"'))
+    return e.pair("send", "--kind", "question", "--body-file", e.file("b.md", "x\n"))
+
+
 @case("marker-unreadable")
 def _marker_unreadable(e: Env) -> Result:
     assert e.pair("init", "--partner", "script", "--model", "cat").code == 0

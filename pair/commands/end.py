@@ -36,7 +36,10 @@ def end_state(state_dir: str | Path) -> dict[str, Any]:
         session = require_session(paths)
         # Ending keeps the record of the session: it moves into ended/ (archived by dismantle),
         # so a later init in this worktree starts clean without losing a transcript.
-        destination = paths.ended_dir / f"{stamp()}-{session.sid}"
+        # The sid is the session's (an executor can write it): only its plain characters name
+        # the directory, so a planted `../..` cannot move the transcripts out of `ended/`.
+        safe_sid = "".join(c if c.isalnum() or c in "-_" else "_" for c in session.sid[:80])
+        destination = paths.ended_dir / f"{stamp()}-{safe_sid}"
         ensure_private_dir(destination)
         if paths.transcripts_dir.exists():
             shutil.move(str(paths.transcripts_dir), str(destination / "transcripts"))

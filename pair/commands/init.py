@@ -11,6 +11,7 @@ from pair.commands.shared import locate_paths, parse_minutes, resolve_lead, sess
 from pair.environment import is_session_variable, partner_environment
 from pair.errors import StateError, UsageError
 from pair.paths import PairPaths
+from pair.session_trust import lead_key_id, sign_session
 from pair.state import (
     MarkerUnreadable,
     Session,
@@ -143,8 +144,10 @@ def init(
             on_partner_start=on_partner_start,
             idle_minutes=idle,
             total_minutes=total,
+            key_id=lead_key_id(paths),
         )
     else:
+        sign_session(paths, session, lead_key_id(paths))
         save_session(paths, session)
     return {"ok": True, "status": "created", **session_view(paths, session), **document}
 

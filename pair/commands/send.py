@@ -21,7 +21,15 @@ from pair.errors import UsageError
 from pair.git import head_commit
 from pair.paths import PairPaths
 from pair.runner import TurnLease, TurnStart, runner_for
-from pair.state import TURN_KINDS, Marker, Session, acquire_marker, crash_point, save_session
+from pair.session_trust import require_trusted
+from pair.state import (
+    TURN_KINDS,
+    Marker,
+    Session,
+    acquire_marker,
+    crash_point,
+    save_session,
+)
 from registry.atomic import ensure_private_dir, write_text_atomic
 from registry.processes import current_identity
 from registry.timeutil import iso_z
@@ -102,7 +110,8 @@ def grant_turn(
     total = parse_minutes(total_min, "--total-min")
     lead_name = resolve_lead(lead) if lead is not None else None
     root, paths = locate_paths(repo)
-    session = require_session(paths)
+    # Before its binary is asked its version: a session an executor rewrote runs nothing.
+    session = require_trusted(paths, require_session(paths), root)
     version = _recheck_partner_cli(session)
     base_commit = head_commit(root)
     lease = write if write is not None else session.role == "executor"
@@ -118,7 +127,7 @@ def grant_turn(
         # number, and a send killed right after it cannot either (the sequence advances before
         # the turn runs, before the marker even exists).
         nonlocal session
-        session = require_session(paths)
+        session = require_trusted(paths, require_session(paths), root)
         session.seq += 1
         session.latest_kind = kind
         session.partner_bin_version = version

@@ -83,7 +83,11 @@ def read_status(state_dir: str | Path) -> dict[str, Any]:
     seq, kind = session.seq, session.latest_kind
     receipt = None
     if seq >= 1 and kind:
-        receipt = read_receipt(paths.turn_file(seq, kind, "-receipt.json"))
+        receipt_file = paths.turn_file(seq, kind, "-receipt.json")
+        receipt = read_receipt(receipt_file)
+        if receipt is not None and "unreadable" not in receipt:
+            # The receipt is the executor's to write: where it lies is derived, never read.
+            receipt["receipt_file"] = str(receipt_file)
     turn_seq = marker.seq if marker is not None else seq
     turn_kind = marker.kind if marker is not None else kind
     return {
@@ -144,9 +148,14 @@ def status(repo: str | Path) -> dict[str, Any]:
     _, paths = locate_paths(repo)
     session = require_session(paths)
     view = read_status(paths.state_dir)
-    # Only a positive absence counts: an unreadable store or a CLI without one says True.
+    # Only a positive absence counts: an unreadable store or a CLI without one says True. The
+    # store is looked up only where the lead's signed session says (SPEC 8: no planted path).
     from pair.partners import adapter_for
+    from pair.session_trust import session_trusted
 
+    if not session_trusted(paths, session):
+        view["session_known"] = True
+        return view
     view["session_known"] = adapter_for(session.partner).session_known(
         session.sid, identity_home=session.identity_home, worktree=Path(session.worktree)
     )

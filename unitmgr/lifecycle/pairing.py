@@ -104,10 +104,8 @@ def send_or_adopt(record: UnitRecord, *, body: str, what: str) -> dict[str, Any]
     elif status["seq"] >= 1 or in_flight:
         # Never a second first turn: the earlier attempt's turn is the one.
         record.pair.latest_seq = (in_flight or {}).get("seq") or status["seq"]
-        receipt = status.get("latest_receipt") or {}
-        record.pair.latest_receipt_file = receipt.get("receipt_file") or receipt_path(
-            status, record.pair.latest_seq
-        )
+        # Derived from the pair's own state dir, never a path a receipt names (SPEC 8).
+        record.pair.latest_receipt_file = receipt_path(status, record.pair.latest_seq)
         return {"adopted": True, "seq": record.pair.latest_seq}
     progress(f"unit {record.unit_id}: sending {what}")
     running = pair_api.send(
@@ -136,6 +134,7 @@ def report_first_turn(document: dict[str, Any], record: UnitRecord) -> None:
     receipt = pair_api.ended_receipt(record.pair.state_dir, record.pair.latest_seq)
     if receipt is None:
         return
+    settle_view(document.get("unit"), receipt)
     if receipt.get("ok"):
         document["first_turn"] = receipt
         return
@@ -146,6 +145,24 @@ def report_first_turn(document: dict[str, Any], record: UnitRecord) -> None:
         detail={"receipt": receipt, "unit": document.get("unit")},
         next_step=first_turn_resend(record),
     )
+
+
+def settle_view(unit: Any, receipt: dict[str, Any]) -> None:
+    """The described unit's pair as the ended turn's receipt says (one source of truth): the
+    view was read before the turn ended, so it may still show that turn in flight while
+    `first_turn` says it replied. The receipt is written before the marker goes, so it wins."""
+    observed = unit.get("observed") if isinstance(unit, dict) else None
+    if not isinstance(observed, dict):
+        return
+    pair = observed.get("pair")
+    if not isinstance(pair, dict) or not pair.get("ok"):
+        return
+    in_flight = pair.get("in_flight")
+    if isinstance(in_flight, dict) and in_flight.get("seq") == receipt.get("seq"):
+        pair["in_flight"] = None
+    if pair.get("seq") == receipt.get("seq"):
+        pair["latest_receipt"] = receipt
+        observed["latest_receipt"] = receipt
 
 
 def end_proven_pair(ownership: Ownership, outcome: StepOutcome, *, skipped: str) -> bool:

@@ -14,6 +14,12 @@ reported and left, and nothing outside the archive root is ever removed. The wal
 (entries in the root, files and depth per archive): an archive past a bound is kept and named,
 never half-measured. Only names that parse as an archive's are candidates; anything else in the
 root is listed as ignored. Each removal appends one `pruned` event to `events.jsonl`.
+
+Listings are bounded as they are read (`os.scandir`, stopping past the cap), never read whole
+and then cut: a planted directory of a million entries costs the cap. A removal is claimed
+first: the archive is renamed to `.pruning-<name>` in the same root (one atomic rename), then
+removed. A prune killed mid-removal leaves only such a claimed name, which is never an archive
+and which the next prune removes first (`resumed: true`): nothing is ever half an archive.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from registry.errors import UsageError
 from registry.timeutil import ago
 from unitmgr import validation
 from unitmgr.config import load_config
+from unitmgr.lifecycle.journal import _crash_hook
 from unitmgr.workspace import Workspace
 
 DEFAULT_OLDER_THAN = "30d"
@@ -42,6 +49,19 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"([0-9]{1,6})([smhdw])")
 _ARCHIVE = re.compile(r"(?P<unit>.+)-(?P<stamp>[0-9]{8}T[0-9]{6}Z)(?:-[0-9]{1,6})?")
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+CLAIMED = ".pruning-"  # an archive being removed: renamed first, so a crash leaves only this
+
+
+def bounded_names(fd: int, cap: int) -> tuple[list[str], bool]:
+    """At most `cap` names of the directory `fd`, sorted, and whether there were more: read
+    entry by entry, so a huge directory costs `cap` entries, not its size."""
+    names: list[str] = []
+    with os.scandir(fd) as entries:  # scandir reads a duplicate of `fd`, and closes it
+        for entry in entries:
+            if len(names) == cap:
+                return sorted(names), True
+            names.append(entry.name)
+    return sorted(names), False
 
 
 def duration_seconds(value: str) -> int:
@@ -102,13 +122,15 @@ def _prune(workspace: Workspace, older_than: float, *, remove: bool) -> dict[str
             result["ignored"].append({"path": str(archive_dir), "why": root})
         return result
     try:
-        names = sorted(os.listdir(root))
-        if len(names) > MAX_ROOT_ENTRIES:
-            result["truncated"] = {"looked_at": MAX_ROOT_ENTRIES, "entries": len(names)}
-            names = names[:MAX_ROOT_ENTRIES]
+        names, more = bounded_names(root, MAX_ROOT_ENTRIES)
+        if more:
+            result["truncated"] = {"looked_at": MAX_ROOT_ENTRIES, "more": True}
         recorded = set(registry.unit_ids())
         now = time.time()
         for name in names:
+            if name.startswith(CLAIMED):
+                _resume(root, name, remove, result, workspace)
+                continue
             _one(root, name, recorded, now, older_than, remove, result, workspace)
     finally:
         os.close(root)
@@ -155,9 +177,11 @@ def _one(
         result["kept"].append({"path": path, "unit_id": owner, "why": "unit still recorded"})
         return
     try:
-        size, _ = _walk(root, name, remove=False)
+        size, _ = _walk(root, name, remove=False)  # the bounds, before anything is removed
         if remove:
-            _walk(root, name, remove=True)
+            os.rename(name, CLAIMED + name, src_dir_fd=root, dst_dir_fd=root)
+            _crash_hook("prune", "claimed", "done")
+            _walk(root, CLAIMED + name, remove=True)
     except TooLarge as error:
         result["kept"].append({"path": path, "unit_id": unit_id, "why": str(error)})
         return
@@ -183,6 +207,44 @@ def _one(
                 "status": "done",
                 "unit": unit_id,
                 "detail": {"path": path, "bytes": size, "age": age_text(age)},
+            }
+        )
+
+
+def _resume(
+    root: int, name: str, remove: bool, result: dict[str, Any], workspace: Workspace
+) -> None:
+    """Finish removing an archive an earlier prune claimed and was killed removing (or, with
+    `--dry-run`, say it would). A link or a file under that name is only ever unlinked."""
+    path = str(workspace.registry.archive_dir / name)
+    original = name[len(CLAIMED) :]
+    match = _ARCHIVE.fullmatch(original)
+    unit_id = match.group("unit") if match else original
+    try:
+        found = os.lstat(name, dir_fd=root)
+        if not stat.S_ISDIR(found.st_mode):
+            size = 0
+            if remove:
+                os.unlink(name, dir_fd=root)
+        else:
+            size, _ = _walk(root, name, remove=remove)
+    except FileNotFoundError:
+        return
+    except (TooLarge, OSError) as error:
+        why = str(error) if isinstance(error, TooLarge) else f"could not remove it: {error}"
+        result["kept"].append({"path": path, "unit_id": unit_id, "why": why})
+        return
+    entry = {"path": path, "unit_id": unit_id, "bytes": size, "resumed": True}
+    result["pruned"].append(entry)
+    result["bytes_freed"] += size
+    if remove:
+        workspace.registry.append_event(
+            {
+                "command": "prune",
+                "step": "pruned",
+                "status": "done",
+                "unit": unit_id,
+                "detail": {"path": path, "bytes": size, "resumed": True},
             }
         )
 
@@ -233,14 +295,26 @@ def _walk(root: int, name: str, *, remove: bool) -> tuple[int, int]:
     """(bytes, entries) of the archive `name` in `root`, removing it when `remove`: depth
     first, one descriptor per level (at most MAX_DEPTH + 1 open), every directory opened
     `O_NOFOLLOW` relative to its parent's descriptor, a link removed as a link (never its
-    target). Past a bound it raises TooLarge — before removing anything, as the measuring walk
-    runs first."""
+    target). Every listing is bounded by what is left of MAX_ARCHIVE_ENTRIES (names listed so
+    far, visited or pending); past a bound it raises TooLarge — before removing anything, as
+    the measuring walk runs first."""
     total_bytes = 0
-    entries = 0
+    listed = 0
+
+    def names_of(fd: int) -> list[str]:
+        nonlocal listed
+        names, more = bounded_names(fd, MAX_ARCHIVE_ENTRIES - listed)
+        if more:
+            raise TooLarge(f"more than {MAX_ARCHIVE_ENTRIES} entries: remove it by hand")
+        listed += len(names)
+        return names
+
     top = os.open(name, _DIRECTORY_FLAGS, dir_fd=root)
-    # Each frame: (its descriptor, the names still to visit, its parent's descriptor, its name)
-    stack: list[tuple[int, list[str], int, str]] = [(top, sorted(os.listdir(top)), root, name)]
+    # Each frame: (its descriptor, the names still to visit, its parent's descriptor, its name);
+    # a directory is on the stack before it is listed, so a refusal still closes it.
+    stack: list[tuple[int, list[str], int, str]] = [(top, [], root, name)]
     try:
+        stack[-1][1].extend(names_of(top))
         while stack:
             fd, pending, parent, own_name = stack[-1]
             if not pending:
@@ -250,15 +324,13 @@ def _walk(root: int, name: str, *, remove: bool) -> tuple[int, int]:
                     os.rmdir(own_name, dir_fd=parent)
                 continue
             child = pending.pop()
-            entries += 1
-            if entries > MAX_ARCHIVE_ENTRIES:
-                raise TooLarge(f"more than {MAX_ARCHIVE_ENTRIES} entries: remove it by hand")
             found = os.lstat(child, dir_fd=fd)
             if stat.S_ISDIR(found.st_mode):
                 if len(stack) > MAX_DEPTH:
                     raise TooLarge(f"nested deeper than {MAX_DEPTH}: remove it by hand")
                 opened = os.open(child, _DIRECTORY_FLAGS, dir_fd=fd)
-                stack.append((opened, sorted(os.listdir(opened)), fd, child))
+                stack.append((opened, [], fd, child))
+                stack[-1][1].extend(names_of(opened))
                 continue
             if stat.S_ISREG(found.st_mode):
                 total_bytes += found.st_size
@@ -267,4 +339,4 @@ def _walk(root: int, name: str, *, remove: bool) -> tuple[int, int]:
     finally:
         for fd, *_ in stack:
             os.close(fd)
-    return total_bytes, entries
+    return total_bytes, listed

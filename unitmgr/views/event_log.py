@@ -28,7 +28,7 @@ from typing import Any
 
 from registry import bounded, terminal
 from registry.dirwatch import DirectoryWatch
-from registry.errors import Interrupted, UsageError
+from registry.errors import Interrupted, StateError, UsageError
 from registry.output import Rendered, write_text
 from registry.redact import redact
 from registry.timeutil import parse_iso
@@ -122,6 +122,11 @@ def run(
     events_file = workspace.registry.events_file
     lines = _Lines()
     events, offset, size, problem = _read_tail(workspace, lines)
+    # Neither recorded nor in the log (a dismantled unit's events still are): a typo.
+    unit = shown.unit
+    logged = unit is None or any(event.get("unit") == unit for event in events)
+    if unit is not None and not logged and not workspace.registry.exists(unit):
+        raise StateError("no-such-unit", f"unit {unit} is not recorded")
     events = [event for event in events if shown.wants(event)]
     if follow:
         return _follow(workspace, shown, lines, (events, size, warning), output_format)
@@ -241,8 +246,7 @@ def _follow(
 
     def out(event: dict[str, Any]) -> None:
         nonlocal last_at
-        if isinstance(event.get("at"), str):
-            last_at = event["at"]
+        last_at = _resume_at(event, last_at)
         write_text((event_line(event) if as_table else _json_line({"event": event})) + "\n")
 
     if warning:
@@ -287,6 +291,25 @@ def _read_more(workspace: Workspace, lines: _Lines, position: int, shown: _Filte
         if shown.wants(event):
             out(event)
     return position + len(data)
+
+
+def _resume_at(event: dict[str, Any], last_at: str | None) -> str | None:
+    """Where a resumed follow starts: the event's time, but never later than the lead's clock
+    (events.jsonl is the executor's to write: a planted `at` far in the future would make the
+    pasted `next` hide every event to come) and only a time that parses."""
+    import time
+
+    from registry.timeutil import iso_from_epoch
+
+    text = event.get("at")
+    try:
+        at = parse_iso(text).timestamp() if isinstance(text, str) and len(text) <= 64 else None
+    except (ValueError, TypeError, OverflowError):
+        at = None
+    if at is None:
+        return last_at
+    now = time.time()
+    return text if at <= now else iso_from_epoch(now)
 
 
 def _json_line(value: dict[str, Any]) -> str:

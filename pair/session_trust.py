@@ -1,0 +1,92 @@
+"""Whether a pair session is the lead's (SPEC 8): its staffing, signed at `pair init`.
+
+The session file is in the git dir an executor can write, and the supervisor runs what it
+names: a script partner's model is a shell command, every partner starts from `partner_bin`.
+So the fields a turn runs or trusts carry one MAC by the lead (`registry.signing.sign_at`,
+key outside the common dir, bound to the state dir): made at init (and the bootstrap that
+completes it; a restaff is a new init), checked by `send` before anything runs and by the
+supervisor before it starts the partner. It reads no file and starts nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pair.errors import StateError
+
+if TYPE_CHECKING:
+    from pair.paths import PairPaths
+    from pair.state import Session
+
+# What the supervisor runs or the lead trusts from the session (SPEC 8: an executor can write
+# it): the partner and its command line (a script partner's model is a shell command), the
+# binary and home it runs with, the session it resumes, its write role, the worktree it runs
+# in and the branch and unit its ref audit allows. Signed by the lead at `pair init` (a
+# restaff is a new init), verified before every turn; adding a field is one line here.
+SIGNED_SESSION_FIELDS = (
+    "partner",
+    "sid",
+    "role",
+    "model",
+    "model_resolved",
+    "effort",
+    "identity",
+    "identity_home",
+    "partner_bin",
+    "worktree",
+    "branch",
+    "unit",
+)
+
+
+def lead_key_id(paths: PairPaths) -> str:
+    """The lead's signing key for this repository (`registry.signing`): named by its common
+    dir, kept outside it (SPEC 8)."""
+    from pair.git import common_dir
+    from registry.userdirs import repository_id
+
+    return repository_id(common_dir(paths.state_dir.parent))
+
+
+def signed_values(session: Session) -> dict[str, Any]:
+    """The values the session's signature covers."""
+    return {name: getattr(session, name) for name in SIGNED_SESSION_FIELDS}
+
+
+def sign_session(paths: PairPaths, session: Session, key_id: str) -> None:
+    """Sign the session's `SIGNED_SESSION_FIELDS` with the lead's key for this repository
+    (`key_id`: `registry.userdirs.repository_id` of its common dir), bound to its state dir."""
+    from registry.signing import SESSION_FIELD, Signer, sign_at
+
+    signer = Signer(key_id)
+    session.signature = sign_at(signer, paths.state_dir, SESSION_FIELD, signed_values(session))
+
+
+def session_trusted(paths: PairPaths, session: Session) -> bool:
+    """Whether the lead's MAC covers the session's signed fields at this state dir."""
+    from registry.signing import SESSION_FIELD, verified_at
+
+    return verified_at(paths.state_dir, SESSION_FIELD, signed_values(session), session.signature)
+
+
+def untrusted_session_error(paths: PairPaths, root: Path | str) -> StateError:
+    """`session-untrusted`: the session's partner, command or binary is not the lead's."""
+    import shlex
+
+    fields = ", ".join(SIGNED_SESSION_FIELDS)
+    return StateError(
+        "session-untrusted",
+        f"the pair session {paths.session_file} is not signed by this lead (its {fields} "
+        "drive the turn, and an executor can write the file; a session from before signatures "
+        "carries none) — nothing was run; end it and run pair init again",
+        detail={"session_file": str(paths.session_file), "signed_fields": fields},
+        next_step=f"pair end --repo {shlex.quote(str(root))}",
+    )
+
+
+def require_trusted(paths: PairPaths, session: Session, root: Path | str) -> Session:
+    """`session`, when the lead signed it; else `session-untrusted`, before anything runs."""
+    if not session_trusted(paths, session):
+        raise untrusted_session_error(paths, root)
+    return session
