@@ -1,0 +1,246 @@
+"""README's "Using it" run as written: its `.unitmgr.toml` and every command line, in order.
+
+The file and the commands are read from README.md, never copied here. What the README tells a
+reader to fill in is filled in — the script-partner lines for a machine with no AI CLI, the
+restaff line's partner, `OBSERVED_AT`, `SHA`, `$(unit …)` — and nothing else. What happens
+between the commands outside this machine (the issue on GitHub, the executor's PR, its review and
+green checks) is the fake GitHub's. `unit watch` runs under a pseudo-terminal and `unit serve` in
+the background, each stopped with Ctrl-C as a person would; every command must exit 0, or the
+exit its README line names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import shlex
+import signal
+import subprocess
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import CLI_OUTPUTS, Result, Sandbox, git, run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTION = (ROOT / "README.md").read_text().split("## Using it", 1)[1].split("\n## ", 1)[0]
+PROSE = " ".join(SECTION.split())  # the section's words, its line breaks as spaces
+
+
+def fenced_blocks(info: str) -> list[str]:
+    """The section's fenced blocks whose info string is `info` ("" for none), in order."""
+    blocks: list[tuple[str, list[str]]] = []
+    current: list[str] | None = None
+    for line in SECTION.splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current = []
+                blocks.append((line[3:].strip(), current))
+            else:
+                current = None
+        elif current is not None:
+            current.append(line)
+    return ["\n".join(body) for kind, body in blocks if kind == info]
+
+
+def toml_blocks() -> list[str]:
+    return fenced_blocks("toml")
+
+
+def tour_config() -> str:
+    """The repository's file with the script-partner lines in place of the keys README names."""
+    config, variant = toml_blocks()
+    replaced = re.search(r"stand in for the file's ((?:`\w+`(?:, | and )?)+)", PROSE)
+    assert replaced, "README must say which keys the script-partner lines replace"
+    keys = set(re.findall(r"`(\w+)`", replaced.group(1)))
+    assert keys == {"partner", "model", "effort"}
+    kept = [line for line in config.splitlines() if line.split(" ", 1)[0] not in keys]
+    return "\n".join([*kept, *variant.splitlines()]) + "\n"
+
+
+def tour_lines() -> list[str]:
+    """Each command line of the tour's block, continuations joined, comments kept."""
+    (block,) = [block for block in fenced_blocks("") if block.startswith("unit ")]
+    lines: list[str] = []
+    for line in block.replace("\\\n", " ").splitlines():
+        if shlex.split(line, comments=True):
+            lines.append(line)
+        elif line.strip():  # a comment continued under its line
+            lines[-1] += " " + line.strip()
+    return lines
+
+
+def restaff_substitution() -> tuple[str, str]:
+    found = re.search(r"restaff line's `([^`]+)` reads `([^`]+)`", PROSE)
+    assert found, "README must say what the restaff line reads on the script partner"
+    return found.group(1), found.group(2)
+
+
+def test_the_tour_names_what_a_reader_fills_in() -> None:
+    commands = " ".join(tour_lines())
+    for placeholder in ("OBSERVED_AT", "SHA", "$(unit path api-7)"):
+        assert placeholder in commands
+        assert f"`{placeholder}`" in PROSE, f"README never says what {placeholder} is"
+    words = [word for line in tour_lines() for word in shlex.split(line, comments=True)]
+    capitals = {word for word in words if re.fullmatch(r"[A-Z][A-Z_]{2,}", word)}
+    assert capitals == {"OBSERVED_AT", "SHA"}  # no other placeholder is left unexplained
+    old, _ = restaff_substitution()
+    assert old in commands
+
+
+def _read_until(fd: int, needle: bytes, timeout: float = 20.0) -> bytes:
+    seen = b""
+    while needle not in seen:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        assert ready, f"no {needle!r} in {seen!r}"
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the terminal closed
+            break
+        assert chunk, f"ended before {needle!r}: {seen!r}"
+        seen += chunk
+    return seen
+
+
+def _watch(words: list[str], repo: Path) -> int:
+    """`unit watch` under a pseudo-terminal: its first frame, then Ctrl-C."""
+    pid, master = pty.fork()
+    if pid == 0:
+        os.chdir(repo)
+        os.environ.update(COLUMNS="100", LINES="40")
+        os.execvp(words[0], words)
+    try:
+        assert b"Waiting on you" in _read_until(master, b"Waiting on you")
+        os.write(master, b"\x03")
+        _read_until(master, b"unit watch: stopped")
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(master)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _serve(words: list[str], repo: Path) -> int:
+    """`unit serve` in the background: the address it prints, one page from it, then Ctrl-C."""
+    process = subprocess.Popen(
+        words, cwd=repo, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stderr is not None
+        line = _read_until(process.stderr.fileno(), b"\n").decode()
+        assert "http://127.0.0.1:8787/" in line, line  # the address README gives
+        url = line.split("unit serve: ", 1)[1].split()[0].split("?")[0]
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.status == 200 and b"<!doctype html>" in response.read()
+        with urllib.request.urlopen(url + "api/status", timeout=10) as response:
+            units = json.loads(response.read())["units"]
+        assert [unit["unit_id"] for unit in units] == ["api-7"]
+        process.send_signal(signal.SIGINT)
+        out, err = (stream.decode() for stream in process.communicate(timeout=20))
+        CLI_OUTPUTS.append(out + err)
+        assert json.loads(out)["status"] == "stopped", out + err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return process.returncode
+
+
+def _expected_exit(line: str) -> tuple[int, str | None]:
+    """The exit a README line says it gives (`exit 1 code`), else 0."""
+    said = re.search(r"exit (\d+) ([a-z-]+)", line)
+    return (int(said.group(1)), said.group(2)) if said else (0, None)
+
+
+def _prepare(sandbox: Sandbox, github: Any) -> None:
+    """The reader's repository: its `make deps`/`make test`, an ignored .env, README's file."""
+    repo = sandbox.repo
+    (repo / "Makefile").write_text("deps:\n\t@true\ntest:\n\ttest -f src/v2.md\n")
+    (repo / ".gitignore").write_text(".env\n")
+    (repo / ".env").write_text("API_KEY=local\n")
+    (repo / ".unitmgr.toml").write_text(tour_config())
+    git(repo, "add", "Makefile", ".gitignore", ".unitmgr.toml")
+    git(repo, "commit", "-qm", "the tour's repository")
+    git(repo, "push", "-q", "origin", "HEAD:main")
+    github.next_number = 7
+    assert github.add_issue("Add the /v2 endpoints") == 7
+
+
+def test_using_it_runs_as_written(sandbox: Sandbox, github: Any) -> None:
+    repo = sandbox.repo
+    _prepare(sandbox, github)
+    old, new = restaff_substitution()
+    created_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ran: list[str] = []
+    head = ""
+    for line in tour_lines():
+        line = line.replace(old, new)
+        words = shlex.split(line, comments=True)
+        verb = words[1]
+        if verb == "merge":  # the executor's PR, reviewed and green (GitHub's part)
+            head = git(Path(_worktree(repo)), "rev-parse", "HEAD")
+            number = github.add_pull("feat/7-api", head)
+            github.review(number, "alice", "APPROVED", head)
+            github.status(head, "ci/tests", "success")
+            github.protection["main"] = ["ci/tests"]
+        words = [
+            created_at if word == "OBSERVED_AT" else head if word == "SHA" else word
+            for word in words
+        ]
+        words = [_command_substitution(word, repo) for word in words]
+        code, refusal = _expected_exit(line)
+        if verb == "watch":
+            assert _watch(words, repo) == code, line
+        elif verb == "serve":
+            assert _serve(words, repo) == code, line
+        else:
+            result = run_cli(words[0], *words[1:], cwd=repo, timeout=60)
+            assert result.code == code, f"{line}\n{result.stdout}{result.stderr}"
+            _check(verb, result, refusal, sandbox)
+            if verb == "addendum":  # a person reads the reply before the next line
+                assert run_cli("pair", "wait", "--repo", _worktree(repo), cwd=repo).code == 0
+        ran.append(verb)
+    assert ran == [
+        "config", "config", "create", "intake", "create", "list", "status", "wait", "tail",
+        "wait", "watch", "serve", "addendum", "cancel", "restaff", "scope", "verify", "merge",
+        "dismantle",
+    ]  # fmt: skip
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert run_cli("unit", "list", cwd=repo)["units"] == []
+
+
+def _worktree(repo: Path) -> str:
+    return run_cli("unit", "path", "api-7", cwd=repo).stdout.strip()
+
+
+def _command_substitution(word: str, repo: Path) -> str:
+    """`$(unit …)` in a word, as the shell would expand it."""
+
+    def expand(found: re.Match[str]) -> str:
+        words = shlex.split(found.group(1))
+        result = run_cli(words[0], *words[1:], cwd=repo)
+        assert result.code == 0, result.stdout + result.stderr
+        return result.stdout.strip()
+
+    return re.sub(r"\$\(((?:unit|pair) [^)]*)\)", expand, word)
+
+
+def _check(verb: str, result: Result, refusal: str | None, sandbox: Sandbox) -> None:
+    """What each line's comment promises, where the document shows it."""
+    document = result.document
+    if refusal is not None:
+        assert document["code"] == refusal, result.stdout
+        return
+    if verb == "intake":
+        assert [issue["number"] for issue in document["candidates"]] == [7], result.stdout
+    elif verb == "create" and "--unit" in result.argv:
+        assert document["status"] == "created", result.stdout
+    elif verb == "wait":
+        assert document["ok"], result.stdout
+    elif verb == "merge":
+        assert document["status"] == "merged", result.stdout
+    elif verb == "dismantle":
+        assert document["merged_pr"]["number"] == 8, result.stdout
