@@ -244,3 +244,71 @@ def _check(verb: str, result: Result, refusal: str | None, sandbox: Sandbox) -> 
         assert document["status"] == "merged", result.stdout
     elif verb == "dismantle":
         assert document["merged_pr"]["number"] == 8, result.stdout
+
+
+def _help_options(text: str) -> dict[str, str]:
+    """`--help`'s options: flag → its help text, wrapped lines joined."""
+    options: dict[str, str] = {}
+    flag = None
+    for line in text.split("Options:", 1)[1].splitlines():
+        found = re.match(r"\s{2}(--[a-z-]+)(?:\s+[A-Z]+)?\s*(.*)", line)
+        if found:
+            flag = found.group(1)
+            options[flag] = found.group(2)
+        elif flag and line.strip():
+            options[flag] += " " + line.strip()
+    return options
+
+
+# What a newcomer on a fresh machine (Python and git, no AI CLI) puts where each placeholder of
+# the refusal's `next` stands, from the help alone: the one partner installed is the script.
+FIRST_CREATE = {
+    "--worktree": "../first",
+    "--branch": "feat/first",
+    "--base": "main",
+    "--scope": "a greeting file",
+    "--validation": "test -f GREETING.md",
+    "--lead": "human",
+    "--partner": "script",
+    "--reason": "my first unit",
+    "--task": "Add GREETING.md.",
+    "--model": "cat > /dev/null; echo hello > GREETING.md; echo done",
+}
+
+
+def test_a_first_create_from_help_alone(sandbox: Sandbox) -> None:
+    """README quick start, then a first `unit create` written from `unit create --help` alone:
+    the first try names every missing option at once, the second creates the unit."""
+    repo = sandbox.repo
+    helped = run_cli("unit", "create", "--help", cwd=repo)
+    assert helped.code == 0
+    options = _help_options(helped.stdout)
+    required = {flag for flag, text in options.items() if "Required" in text} - {"--unit"}
+    first = run_cli("unit", "create", "--unit", "first", cwd=repo)
+    assert first.code == 2 and first["code"] == "missing-option", first.stdout
+    named = first["detail"]["missing"]
+    # every option the help calls required, at once (--worktree is, with no worktree_root)
+    assert set(named) == required - {"--task-file"} | {"--worktree"}
+    missing = list(named)
+    choices = {**FIRST_CREATE}
+    for flag, text in options.items():  # what the chosen partner needs, in the help's words
+        said = re.search(r"required for ([^.;)]+)", text)
+        if said and choices["--partner"] in said.group(1) and flag not in missing:
+            missing.append(flag)
+    assert "--model" in missing  # the script partner's command line
+    words = shlex.split(first["next"])
+    placeholders = {
+        words[index]: words[index + 1]
+        for index in range(len(words) - 1)
+        if re.fullmatch(r"<[A-Z]+>", words[index + 1])
+    }
+    assert set(placeholders) == set(named)
+    filled = [choices.get(words[index - 1], word) if word in placeholders.values() else word
+              for index, word in enumerate(words)]  # fmt: skip
+    filled += [
+        word for flag in missing if flag not in placeholders for word in (flag, choices[flag])
+    ]
+    created = run_cli(filled[0], *filled[1:], cwd=repo)
+    assert created.code == 0, created.stdout + created.stderr
+    assert created["status"] == "created"
+    assert created["unit"]["worktree"] == str((repo / "../first").resolve())
