@@ -76,6 +76,27 @@ def test_one_create_with_several_options_missing_names_them_all(sandbox: Sandbox
     assert sandbox.create("u2", worktree=" ")["detail"] == {"missing": ["--worktree"]}
 
 
+
+def test_restaff_names_every_missing_option_at_once(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1").code == 0
+    sandbox.wait_turn("u1")
+    before = sandbox.record("u1")
+    refused = sandbox.unit("restaff", "--unit", "u1", "--partner", "script")
+    assert refused.code == 2 and refused["code"] == "missing-option", refused.stdout
+    assert refused["detail"] == {"missing": ["--lead", "--reason", "--model"]}
+    assert refused["reason"] == "restaff requires --lead, --reason and --model"
+    assert refused["next"] == (
+        f"unit restaff --unit u1 --partner script --repo {sandbox.repo} --lead '<LEAD>' "
+        "--reason '<TEXT>' --model '<COMMAND>'"
+    )
+    unfilled = run_cli("unit", *shlex.split(refused["next"])[1:], cwd=sandbox.root)
+    assert unfilled["detail"] == refused["detail"], unfilled.stdout  # a placeholder is no value
+    values = {"--lead": "human", "--reason": "another command", "--model": SCRIPT}
+    restaffed = run_cli("unit", *_fill(refused["next"], values), cwd=sandbox.root)
+    assert restaffed.code == 0, restaffed.stdout + restaffed.stderr
+    assert sandbox.record("u1")["staffing"]["history"] != before["staffing"]["history"]
+
+
 def test_a_relative_worktree_is_taken_from_the_current_directory(sandbox: Sandbox) -> None:
     created = sandbox.create("u1", worktree="worktrees/u1")  # the CLI runs in sandbox.root
     assert created.code == 0, created.stdout + created.stderr
