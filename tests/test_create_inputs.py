@@ -76,7 +76,6 @@ def test_one_create_with_several_options_missing_names_them_all(sandbox: Sandbox
     assert sandbox.create("u2", worktree=" ")["detail"] == {"missing": ["--worktree"]}
 
 
-
 def test_restaff_names_every_missing_option_at_once(sandbox: Sandbox) -> None:
     assert sandbox.create("u1").code == 0
     sandbox.wait_turn("u1")
