@@ -175,6 +175,7 @@ def test_using_it_runs_as_written(sandbox: Sandbox, github: Any) -> None:
     old, new = restaff_substitution()
     created_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ran: list[str] = []
+    documents: list[Any] = []
     head = ""
     for line in tour_lines():
         line = line.replace(old, new)
@@ -199,7 +200,8 @@ def test_using_it_runs_as_written(sandbox: Sandbox, github: Any) -> None:
         else:
             result = run_cli(words[0], *words[1:], cwd=repo, timeout=60)
             assert result.code == code, f"{line}\n{result.stdout}{result.stderr}"
-            _check(verb, result, refusal, sandbox)
+            _check(verb, result, refusal)
+            documents.append(result.document)
             if verb == "addendum":  # a person reads the reply before the next line
                 assert run_cli("pair", "wait", "--repo", _worktree(repo), cwd=repo).code == 0
         ran.append(verb)
@@ -210,6 +212,10 @@ def test_using_it_runs_as_written(sandbox: Sandbox, github: Any) -> None:
     ]  # fmt: skip
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
     assert run_cli("unit", "list", cwd=repo)["units"] == []
+    documents.append(
+        run_cli("unit", "config", cwd=repo).document
+    )  # README: "shows what is in effect"
+    _every_json_path_named_is_in_the_tour(documents)
 
 
 def _worktree(repo: Path) -> str:
@@ -228,7 +234,7 @@ def _command_substitution(word: str, repo: Path) -> str:
     return re.sub(r"\$\(((?:unit|pair) [^)]*)\)", expand, word)
 
 
-def _check(verb: str, result: Result, refusal: str | None, sandbox: Sandbox) -> None:
+def _check(verb: str, result: Result, refusal: str | None) -> None:
     """What each line's comment promises, where the document shows it."""
     document = result.document
     if refusal is not None:
@@ -312,3 +318,51 @@ def test_a_first_create_from_help_alone(sandbox: Sandbox) -> None:
     assert created.code == 0, created.stdout + created.stderr
     assert created["status"] == "created"
     assert created["unit"]["worktree"] == str((repo / "../first").resolve())
+
+
+# The references a newcomer reads beside README, and the `a.b` paths they name that this tour
+# cannot produce (each is checked where its output is built).
+PATH_DOCS = ("README.md", "references/config.md", "references/staffing.md",
+             "references/recovery.md", "references/delivery.md")  # fmt: skip
+NOT_IN_TOUR = {
+    ("detail", "problems"): "a bad config: tests/test_config.py",
+    ("detail", "cause"): "a failed setup: tests/test_docs_outputs.py",
+    ("detail", "gates"): "a refused merge: tests/test_github.py",
+    (
+        "abandoned",
+        "recover_with",
+    ): "a forced dismantle of unpushed work: tests/test_dismantle_saves.py",
+    ("abandoned", "saved"): "the same",
+    ("abandoned", "saved", "restore_with"): "the same",
+    ("output", "title"): "a check run's output on GitHub, not a unit document",
+    ("in_flight", "heavy_queue"): "a turn in flight (the tour's end before each read)",
+    ("pair", "in_flight"): "the same",
+    ("pair", "turn"): "the same",
+}
+
+
+def _every_json_path_named_is_in_the_tour(documents: list[Any]) -> None:
+    """Each `a.b` JSON path README and the references a newcomer reads name is in one of the
+    tour's documents (config keys and file names are not JSON paths)."""
+    from tests.test_docs_outputs import _anywhere, check, dotted
+    from unitmgr.config import KEYS
+
+    named: set[tuple[str, ...]] = set()
+    for name in PATH_DOCS:
+        named |= dotted((ROOT / name).read_text())
+    paths = {
+        path
+        for path in named
+        if ".".join(path) not in KEYS
+        and not {"md", "jsonl", "patch", "tar", "py", "com", "api", "toml"} & set(path)
+    }
+    missing = [
+        ".".join(path)
+        for path in sorted(paths - set(NOT_IN_TOUR))
+        if not check(_anywhere(documents, path), path)
+    ]
+    assert missing == [], missing
+    assert len(paths - set(NOT_IN_TOUR)) >= 4, paths
+    assert "observed_at" in {
+        key for document in documents if isinstance(document, dict) for key in document
+    }
