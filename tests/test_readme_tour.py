@@ -124,29 +124,53 @@ def _watch(words: list[str], repo: Path) -> int:
 
 
 def _serve(words: list[str], repo: Path) -> int:
-    """`unit serve` in the background: the address it prints, one page from it, then Ctrl-C."""
-    process = subprocess.Popen(
-        words, cwd=repo, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    try:
-        assert process.stderr is not None
-        line = _read_until(process.stderr.fileno(), b"\n").decode()
-        assert "http://127.0.0.1:8787/" in line, line  # the address README gives
-        url = line.split("unit serve: ", 1)[1].split()[0].split("?")[0]
-        with urllib.request.urlopen(url, timeout=10) as response:
-            assert response.status == 200 and b"<!doctype html>" in response.read()
-        with urllib.request.urlopen(url + "api/status", timeout=10) as response:
-            units = json.loads(response.read())["units"]
-        assert [unit["unit_id"] for unit in units] == ["api-7"]
-        process.send_signal(signal.SIGINT)
-        out, err = (stream.decode() for stream in process.communicate(timeout=20))
-        CLI_OUTPUTS.append(out + err)
-        assert json.loads(out)["status"] == "stopped", out + err
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    return process.returncode
+    """`unit serve` in the background: the address it prints, one page from it, then Ctrl-C.
+
+    README's port is 8787; when another program on this shared machine holds it (`port-in-use`,
+    the machine's state, not the README's), the line runs again on `--port 0`, as that
+    refusal's `next` says."""
+    for attempt in (words, [*words, "--port", "0"]):
+        process = subprocess.Popen(
+            attempt, cwd=repo, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            assert process.stderr is not None
+            line = _first_line(process.stderr.fileno())
+            if not line:
+                out = process.communicate(timeout=20)[0].decode()
+                assert json.loads(out)["code"] == "port-in-use" and attempt is words, out
+                continue
+            assert attempt is not words or "http://127.0.0.1:8787/" in line, line  # README's
+            url = line.split("unit serve: ", 1)[1].split()[0].split("?")[0]
+            with urllib.request.urlopen(url, timeout=10) as response:
+                assert response.status == 200 and b"<!doctype html>" in response.read()
+            with urllib.request.urlopen(url + "api/status", timeout=10) as response:
+                units = json.loads(response.read())["units"]
+            assert [unit["unit_id"] for unit in units] == ["api-7"]
+            process.send_signal(signal.SIGINT)
+            out, err = (stream.decode() for stream in process.communicate(timeout=20))
+            CLI_OUTPUTS.append(out + err)
+            assert json.loads(out)["status"] == "stopped", out + err
+            return process.returncode
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    raise AssertionError("unreachable: the second attempt returns or fails")
+
+
+def _first_line(fd: int, timeout: float = 20.0) -> str:
+    """The first line written to `fd`, or "" when it closed first."""
+    seen = b""
+    while not seen.endswith(b"\n"):
+        ready, _, _ = select.select([fd], [], [], timeout)
+        assert ready, f"no line in {seen!r}"
+        chunk = os.read(fd, 1)
+        if not chunk:
+            return ""
+        seen += chunk
+    return seen.decode()
 
 
 def _expected_exit(line: str) -> tuple[int, str | None]:
