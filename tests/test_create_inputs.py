@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from tests.conftest import Sandbox, run_cli
+from tests.conftest import FakePartners, Sandbox, run_cli
 
 SCRIPT = "cat > /dev/null; echo hello > GREETING.md; echo done"
 ROOMY = {"max_active": "9", "max_held": "9"}
@@ -242,7 +242,10 @@ def test_a_flag_overrides_the_config_and_needs_no_approval(sandbox: Sandbox) -> 
     assert record["staffing"]["current"]["model"] == SCRIPT
 
 
-def test_the_configs_model_and_effort_go_with_its_partner(sandbox: Sandbox) -> None:
+def test_the_configs_model_and_effort_go_with_its_partner(
+    sandbox: Sandbox, fake_partners: FakePartners
+) -> None:
+    """(A fake codex on PATH: a dry run looks the partner's binary up, as the create does.)"""
     (sandbox.repo / ".unitmgr.toml").write_text(
         'lead = "human"\npartner = "codex"\nmodel = "gpt-5"\neffort = "high"\n'
         'validation = "true"\nworktree_root = "../worktrees/{unit}"\n'
