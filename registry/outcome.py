@@ -72,7 +72,9 @@ BY_CODE: dict[str, Rewrite | str] = {
     "bootstrap-in-flight": _PAIR_STATUS,
     "no-pair-session": Rewrite(command=("pair", "init", "--help"), keep=()),
     "not-a-git-repository": "--repo: a directory inside a git repository",
-    "github-not-configured": "GITHUB_REPOSITORY=owner/name, or an origin on GitHub",
+    # The same command naming the repository (an origin on GitHub would do as well: the reason
+    # says so); `<OWNER>/<NAME>` pasted unfilled is the same refusal, never another repository.
+    "github-not-configured": Rewrite(environment={"GITHUB_REPOSITORY": "<OWNER>/<NAME>"}),
 }
 
 

@@ -93,6 +93,26 @@ def test_a_bad_key_or_type_is_config_invalid_naming_file_key_and_type(
     assert "unit config" in error.next_step
 
 
+def test_unit_config_names_every_problem_of_both_files_at_once(sandbox: Sandbox) -> None:
+    shared = _write(sandbox.repo / ".unitmgr.toml", 'max_active = "four"\nstuk = 3\n')
+    local = _write(sandbox.machine_config, '[notify]\nurl = "ftp://x"\n')
+    for args in (("config",), ("config", "--approve")):
+        refused = sandbox.unit(*args)
+        assert refused.code == 2 and refused["code"] == "config-invalid", refused.stdout
+        problems = refused["detail"]["problems"]
+        assert [(p["file"], p["key"]) for p in problems] == [
+            (str(shared), "max_active"), (str(shared), "stuk"), (str(local), "notify.url"),
+        ]  # fmt: skip
+        assert refused["detail"]["key"] == "max_active"  # the first one's, as for one problem
+        assert refused["reason"].startswith("3 problems in the project config: ")
+        for problem in problems:
+            assert problem["key"] in refused["reason"] and problem["expected"] in problem["reason"]
+        assert refused["next"].startswith(f"max_active in {shared}: must be an integer")
+    _write(sandbox.repo / ".unitmgr.toml", "max_active = 3\n")
+    _write(sandbox.machine_config, "")
+    assert sandbox.unit("config").code == 0
+
+
 def test_limits_go_up_to_ten_thousand_in_the_file_and_the_flags(tmp_path: Path) -> None:
     """A batch of 300 or 1000 units (SPEC 7) can be admitted: the cap is 10000, not 100."""
     from unitmgr.validation import limit

@@ -300,6 +300,19 @@ def test_a_dry_run_refuses_as_the_create_would_when_two_checks_fail(sandbox: San
     assert sandbox.snapshot() == before
 
 
+def test_a_dry_run_refuses_a_partner_that_is_not_installed_as_the_create_would(
+    sandbox: Sandbox,
+) -> None:
+    missing = {**os.environ, "UNITMGR_OPENCODE_BIN": str(sandbox.root / "no-such-opencode")}
+    before = sandbox.snapshot()
+    for extra in (["--dry-run"], []):
+        args = sandbox.create_args("u1", partner="opencode", model=None, effort="high")
+        refused = sandbox.unit(*args, *extra, env=missing)
+        assert refused.code == 2 and refused["code"] == "partner-not-installed", refused.stdout
+        assert refused.document.get("dry_run") is (True if extra else None)
+    assert sandbox.snapshot() == before
+
+
 def test_list_names_the_recovery_for_a_missing_worktree(sandbox: Sandbox) -> None:
     assert sandbox.create("u1").code == 0
     sandbox.wait_turn("u1")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from tests.conftest import Sandbox, run_cli
+from tests.conftest import FakePartners, Sandbox, run_cli
 
 SCRIPT = "cat > /dev/null; echo hello > GREETING.md; echo done"
 ROOMY = {"max_active": "9", "max_held": "9"}
@@ -74,6 +74,26 @@ def test_one_create_with_several_options_missing_names_them_all(sandbox: Sandbox
     bare = sandbox.unit("create")
     assert bare.code == 2 and bare["detail"]["missing"][:2] == ["--unit", "--worktree"]
     assert sandbox.create("u2", worktree=" ")["detail"] == {"missing": ["--worktree"]}
+
+
+def test_restaff_names_every_missing_option_at_once(sandbox: Sandbox) -> None:
+    assert sandbox.create("u1").code == 0
+    sandbox.wait_turn("u1")
+    before = sandbox.record("u1")
+    refused = sandbox.unit("restaff", "--unit", "u1", "--partner", "script")
+    assert refused.code == 2 and refused["code"] == "missing-option", refused.stdout
+    assert refused["detail"] == {"missing": ["--lead", "--reason", "--model"]}
+    assert refused["reason"] == "restaff requires --lead, --reason and --model"
+    assert refused["next"] == (
+        f"unit restaff --unit u1 --partner script --repo {sandbox.repo} --lead '<LEAD>' "
+        "--reason '<TEXT>' --model '<COMMAND>'"
+    )
+    unfilled = run_cli("unit", *shlex.split(refused["next"])[1:], cwd=sandbox.root)
+    assert unfilled["detail"] == refused["detail"], unfilled.stdout  # a placeholder is no value
+    values = {"--lead": "human", "--reason": "another command", "--model": SCRIPT}
+    restaffed = run_cli("unit", *_fill(refused["next"], values), cwd=sandbox.root)
+    assert restaffed.code == 0, restaffed.stdout + restaffed.stderr
+    assert sandbox.record("u1")["staffing"]["history"] != before["staffing"]["history"]
 
 
 def test_a_relative_worktree_is_taken_from_the_current_directory(sandbox: Sandbox) -> None:
@@ -225,7 +245,10 @@ def test_a_flag_overrides_the_config_and_needs_no_approval(sandbox: Sandbox) -> 
     assert record["staffing"]["current"]["model"] == SCRIPT
 
 
-def test_the_configs_model_and_effort_go_with_its_partner(sandbox: Sandbox) -> None:
+def test_the_configs_model_and_effort_go_with_its_partner(
+    sandbox: Sandbox, fake_partners: FakePartners
+) -> None:
+    """(A fake codex on PATH: a dry run looks the partner's binary up, as the create does.)"""
     (sandbox.repo / ".unitmgr.toml").write_text(
         'lead = "human"\npartner = "codex"\nmodel = "gpt-5"\neffort = "high"\n'
         'validation = "true"\nworktree_root = "../worktrees/{unit}"\n'

@@ -835,11 +835,11 @@ SHORT_FIXES = {
     "lead-is-partner", "script-needs-model", "script-command-not-found", "invalid-model",
     "model-unresolved", "model-mismatch", "task-file-missing", "task-file-empty",
     "input-not-regular-file", "input-too-large", "conflict", "branch-exists", "worktree-exists",
-    "setup-failed", "no-validation", "not-a-git-repository", "github-not-configured",
+    "setup-failed", "no-validation", "not-a-git-repository",
     "github-refused", "no-such-milestone", "partner-cli-unsupported", "config-invalid",
     "ports-unavailable", "unknown-kind", "unknown-role", "write-and-read-only", "missing-body",
     "no-body-file", "empty-body", "invalid-budget", "not-a-directory", "internal",
-    "record-too-new", "partner-refuses-root", "pair-session-unreadable",
+    "record-too-new", "pair-session-unreadable",
 }  # fmt: skip
 BOILERPLATE = (
     "fix the cause", "then repeat", "--help lists", "repeat the command", "read reason",

@@ -188,7 +188,7 @@ def test_a_writable_claude_pair_as_root_is_refused_without_is_sandbox(
     )
     assert refused.code == 2, refused.stdout
     assert refused["code"] == "partner-refuses-root"
-    assert "IS_SANDBOX=1" in refused["next"] and "non-root" in refused["next"]
+    assert refused["next"].startswith("IS_SANDBOX=1 pair init ") and "non-root" in refused["reason"]
     assert not fake_partners.calls("claude")
     assert not (sandbox.repo / ".git" / "pair" / "session.json").exists()
     # A peer (read-only by default) is not refused; with IS_SANDBOX=1 an executor is not either.

@@ -38,16 +38,13 @@ def test_the_demo_runs_end_to_end() -> None:
 
 
 def using_it_lines() -> list[list[str]]:
-    """Each `unit`/`pair` command line of README's "Using it" blocks, continuations joined."""
+    """Each `unit`/`pair` command line of README's "Using it" tour, continuations joined."""
     import shlex
 
-    section = (ROOT / "README.md").read_text().split("## Using it", 1)[1].split("\n## ", 1)[0]
-    lines = []
-    for block in re.findall(r"```\n(.+?)\n```", section, re.DOTALL):
-        for line in block.replace("\\\n", " ").splitlines():
-            words = shlex.split(line, comments=True)
-            if words[:1] in (["unit"], ["pair"]):
-                lines.append(words)
+    from tests.test_readme_tour import tour_lines
+
+    lines = [shlex.split(line, comments=True) for line in tour_lines()]
+    assert all(words[0] in ("unit", "pair") for words in lines)
     return lines
 
 

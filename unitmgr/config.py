@@ -276,6 +276,27 @@ def load_config(toplevel: Path, common_dir: Path) -> ProjectConfig:
     return _load(common_dir, None)
 
 
+def load_naming_every_problem(common_dir: Path) -> ProjectConfig:
+    """`unit config`'s load: strict like `load_config`, but one `config-invalid` names every
+    problem of both files at once (`detail.problems`, one `{file, key, expected, reason}`
+    each), its `file`/`key`/`expected` the first one's — one run shows every fix."""
+    problems: list[UsageError] = []
+    config = _load(common_dir, problems)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        first = problems[0]
+        listed = [{**(error.detail or {}), "reason": error.reason} for error in problems]
+        raise UsageError(
+            "config-invalid",
+            f"{len(problems)} problems in the project config: "
+            + "; ".join(error.reason.removeprefix("invalid project config ") for error in problems),
+            detail={**(first.detail or {}), "problems": listed},
+            next_step=first.next_step,
+        )
+    return config
+
+
 def load_for_reading(common_dir: Path) -> tuple[ProjectConfig, dict[str, Any] | None]:
     """The config as a read command sees it (SPEC 3.16: a read never fails on the config):
     every valid key of both files, and the `config_warning` to report — `{file, key, reason,

@@ -39,7 +39,7 @@ LEADS = " One of claude|codex|cursor|opencode|grok|human."
 PARTNERS = " One of claude|codex|cursor|opencode|grok|script."
 MODEL_HELP = (
     "The partner's model: an id, an alias, CLI-default or latest:<family>; for partner script, "
-    "the executor's command line, run with sh -c in the worktree."
+    "the executor's command line, run with sh -c in the worktree (required for partner script)."
 )
 EFFORT_HELP = "Reasoning effort; required for claude, codex, grok and opencode."
 OR_CONFIG = " Default: config {key}, unless --partner differs from the config's partner."

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pair.errors import UsageError
+from pair.errors import Rewrite, UsageError
 from pair.partners.base import (
     Partner,
     TurnCommand,
@@ -42,7 +42,9 @@ def _events(output: TurnOutput) -> list[dict[str, Any]]:
     return list(json_objects(output.stdout))
 
 
-ROOT_NEXT = "IS_SANDBOX=1 (only where the machine is a sandbox), or run as a non-root user"
+# The same command with IS_SANDBOX=1 in front (the reason says when that is right: only on a
+# machine that is a sandbox; elsewhere, run as a non-root user).
+ROOT_NEXT = Rewrite(environment={"IS_SANDBOX": "1"})
 
 
 def refuses_root() -> bool:
@@ -64,8 +66,9 @@ class ClaudePartner(Partner):
             raise UsageError(
                 "partner-refuses-root",
                 "Claude Code refuses --permission-mode bypassPermissions for root unless "
-                "IS_SANDBOX=1 is set, so every writable claude turn would fail",
-                next_step=ROOT_NEXT,
+                "IS_SANDBOX=1 is set, so every writable claude turn would fail (set it only "
+                "where the machine is a sandbox; elsewhere run as a non-root user)",
+                next_command=ROOT_NEXT,
             )
 
     def command(self, request: TurnRequest) -> TurnCommand:

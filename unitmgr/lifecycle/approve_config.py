@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from unitmgr import config_trust
-from unitmgr.config import load_config
+from unitmgr.config import load_naming_every_problem
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import ConfigOptions
 from unitmgr.workspace import Workspace
@@ -22,7 +22,7 @@ def run(repo: str, options: ConfigOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     common_dir = workspace.common_git_dir
     migration = config_trust.migrate_legacy(common_dir, dry_run=options.dry_run)
-    config = load_config(workspace.toplevel, common_dir)
+    config = load_naming_every_problem(common_dir)
     waiting, already = config_trust.pending(config, config_trust.read_approvals(common_dir))
     document: dict[str, Any] = {"ok": True, "repository": str(workspace.toplevel)}
     if options.dry_run:

@@ -492,9 +492,12 @@ def validate_against_repository(workspace: Workspace, request: Request) -> None:
         # a relative path can only be checked in the worktree, at pair-init.
         if model and "/" not in first_command_word(model):
             adapter.preflight(model=model, worktree=workspace.toplevel)
-    elif not request.dry_run:
-        # The binary, and a model the live catalog cannot resolve, refuse before anything is made
-        # (a dry run starts no process but read-only git, so it skips the catalog).
+    elif request.dry_run:
+        # A dry run starts no process but read-only git, so it skips the catalog; the binary
+        # is only looked up (PATH, UNITMGR_<PARTNER>_BIN), and missing it refuses as the create.
+        adapter.preflight(model=model, worktree=workspace.toplevel)
+    else:
+        # The binary, and a model the live catalog cannot resolve, refuse before anything is made.
         pair_api.resolve_model(
             partner=request.partner,
             model=model or "CLI-default",

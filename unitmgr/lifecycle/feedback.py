@@ -83,7 +83,6 @@ def run(repo: str, options: FeedbackOptions) -> dict[str, Any]:
         raise StateError(
             "github-not-configured",
             f"feedback {NOT_CONFIGURED}",
-            next_step="export GITHUB_REPOSITORY=owner/name",
         )
     config = load_config(workspace.toplevel, workspace.common_git_dir)
     settings = Settings(

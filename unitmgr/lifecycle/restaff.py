@@ -12,13 +12,14 @@ different target is refused naming the field.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from pair import api as pair_api
 from pair.identity import identity_home, refuse_same_cli
 from pair.partners import adapter_for
-from registry.errors import RetryableError, Rewrite, StateError, ToolError
+from registry.errors import RetryableError, Rewrite, StateError, ToolError, UsageError
 from registry.records import Staffing, UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, notify, validation
@@ -47,12 +48,47 @@ PHASE_AFTER = {
     "send-checkpoint": "starting-target",
 }
 TARGET_FIELDS = ("identity", "lead", "partner", "model", "effort", "reason")
+PLACEHOLDER = re.compile(r"<[A-Z|]+>")  # what a missing-option next puts where a value goes
+
+
+RESTAFF_PLACEHOLDERS = {
+    "--lead": "<LEAD>",
+    "--partner": "<PARTNER>",
+    "--reason": "<TEXT>",
+    "--model": "<COMMAND>",
+    "--effort": "<EFFORT>",
+}
+
+
+def _missing(options: RestaffOptions) -> None:
+    """Every missing option at once (as create names them): `--lead`, `--partner`, `--reason`,
+    and beside another missing one the effort the partner needs or the script's command line
+    (alone, each keeps its own refusal). A `<PLACEHOLDER>` pasted back unfilled is missing."""
+
+    def unset(value: str | None) -> bool:
+        return value is None or not value.strip() or PLACEHOLDER.fullmatch(value) is not None
+
+    given = {"--lead": options.lead, "--partner": options.partner, "--reason": options.reason}
+    missing = [flag for flag, value in given.items() if unset(value)]
+    if missing and options.partner in validation.EFFORT_REQUIRED and unset(options.effort):
+        missing.append("--effort")
+    if missing and options.partner == "script" and unset(options.model):
+        missing.append("--model")
+    if not missing:
+        return
+    listed = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
+    raise UsageError(
+        "missing-option",
+        f"restaff requires {listed}",
+        detail={"missing": missing},
+        next_command=Rewrite(set_options={flag: RESTAFF_PLACEHOLDERS[flag] for flag in missing}),
+    )
 
 
 def _target(options: RestaffOptions) -> dict[str, Any]:
-    lead = validation.required(options.lead, "--lead", "restaff")
-    partner = validation.required(options.partner, "--partner", "restaff")
-    reason = validation.required(options.reason, "--reason", "restaff")
+    _missing(options)
+    lead, partner, reason = options.lead, options.partner, options.reason
+    assert lead is not None and partner is not None and reason is not None
     validation.staffing(
         lead=lead,
         partner=partner,

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from unitmgr import config_trust
-from unitmgr.config import load_config
+from unitmgr.config import load_naming_every_problem
 from unitmgr.options import ConfigOptions
 from unitmgr.workspace import Workspace
 
@@ -20,7 +20,7 @@ from unitmgr.workspace import Workspace
 def run(repo: str, options: ConfigOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     migration = config_trust.migrate_legacy(workspace.common_git_dir, dry_run=True)
-    config = load_config(workspace.toplevel, workspace.common_git_dir)
+    config = load_naming_every_problem(workspace.common_git_dir)
     approvals = config_trust.read_approvals(workspace.common_git_dir)
     document = {
         "ok": True,
