@@ -37,6 +37,12 @@ def received(httpserver: Any) -> list[dict[str, Any]]:
     ]
 
 
+def appending_to(sink_file: Path) -> str:
+    """A sink command that appends each event as one line with one write: sinks of several
+    units run at once, and a `cat >>` then `echo >>` of two of them can interleave."""
+    return f't=$(mktemp); cat > "$t"; echo >> "$t"; cat "$t" >> {sink_file}; rm -f "$t"'
+
+
 def lines(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
@@ -67,7 +73,7 @@ def test_both_sinks_get_the_redacted_bounded_event(
     monkeypatch.setenv("NOTIFY_TEST_API_KEY", SECRET)
     httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
     sink_file = tmp_path / "sink.jsonl"
-    command = f"cat >> {sink_file}; echo >> {sink_file}"
+    command = appending_to(sink_file)
     to = target(tmp_path, command=command, url=httpserver.url_for("/hook"))
     reply = f"done, key {SECRET}\n" + "x" * 100_000
     document = notify.payload(
@@ -129,7 +135,7 @@ def test_a_batch_notifies_turn_ends_attention_and_lifecycle(
     sink_file = sandbox.root / "sink.jsonl"
     write_config(
         sandbox,
-        command=f"cat >> {sink_file}; echo >> {sink_file}",
+        command=appending_to(sink_file),
         url=httpserver.url_for("/hook"),
         events=["attention", "turn-ended", "created", "dismantled"],
     )
@@ -187,7 +193,7 @@ def test_a_quiet_turn_is_announced_stuck_once_by_its_supervisor(
     sink_file = sandbox.root / "sink.jsonl"
     write_config(
         sandbox,
-        command=f"cat >> {sink_file}; echo >> {sink_file}",
+        command=appending_to(sink_file),
         events=["attention", "turn-ended"],
     )
     # One quiet stretch from the start to `done`, however slowly a busy machine starts the
@@ -213,7 +219,7 @@ def test_a_quiet_turn_is_announced_stuck_once_by_its_supervisor(
     assert re.fullmatch(r"#\d+ task no output for \ds", stuck["attention"]["why"]), stuck
     assert stuck["attention"]["since"] and stuck["repository"] == str(sandbox.repo)
 
-    write_config(sandbox, command=f"cat >> {sink_file}; echo >> {sink_file}", events=["turn-ended"])
+    write_config(sandbox, command=appending_to(sink_file), events=["turn-ended"])
     other = sandbox.create("u2", model=quiet)
     assert other.code == 0, other.stdout
     wait_until(lambda: ("turn-ended", None) in events_of("u2"), timeout=60)
