@@ -802,6 +802,7 @@ def _feedback_planted(e: Env) -> Result:
 
 
 case("invalid-max-bytes")(lambda e: e.unit("feedback", "--unit", "u1", "--max-bytes", "12"))
+case("invalid-every")(lambda e: e.unit("feedback", "--all", "--auto", "--send", "--every", "5"))
 case("invalid-only")(lambda e: e.unit("feedback", "--unit", "u1", "--only", "everything"))
 
 

@@ -5,12 +5,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import Sandbox
+from tests.conftest import Sandbox, write_record
 from tests.test_feedback import HEAD, feedback, manifest, working_unit
 
 
@@ -71,3 +74,84 @@ def test_a_planted_pending_send_is_refused_and_never_delivered(
     receipt = sandbox.wait_turn("u1")
     prompt = Path(receipt["prompt_file"]).read_text()
     assert "the real point" in prompt and "PLANTED" not in prompt
+
+
+def loop_env() -> dict[str, str]:
+    return dict(os.environ, UNITMGR_FEEDBACK_MIN_EVERY="1")
+
+
+def test_every_repeats_the_round_sends_each_item_once_and_stops_on_ctrl_c(
+    sandbox: Sandbox, github: Any
+) -> None:
+    working_unit(sandbox)
+    number = github.add_pull("feat/u1", HEAD)
+    github.comment(number, "alice", "first point")
+    command = ["unit", "feedback", "--all", "--send", "--auto", "--every", "1"]
+    loop = subprocess.Popen(
+        [*command, "--repo", str(sandbox.repo)],
+        cwd=sandbox.root,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=loop_env(),
+    )
+    assert loop.stdout is not None
+    try:
+        rounds = [json.loads(loop.stdout.readline())["round"]]
+        assert rounds[0]["n"] == 1 and rounds[0]["result"]["units"][0]["status"] == "sent"
+        github.comment(number, "alice", "second point")
+        # Each round asks GitHub again (the fake counts): read rounds until the new point went.
+        while "second point" not in manifest(sandbox) and len(rounds) < 30:
+            rounds.append(json.loads(loop.stdout.readline())["round"])
+        assert "second point" in manifest(sandbox), rounds
+        asked = [path for _, path in github.requests if path.endswith("/pulls")]
+        assert len(asked) >= len(rounds) >= 2
+        assert [r["n"] for r in rounds] == list(range(1, len(rounds) + 1))
+    finally:
+        loop.send_signal(signal.SIGINT)
+        rest, _ = loop.communicate(timeout=60)
+
+    closing = json.loads(rest.strip().splitlines()[-1])
+    assert loop.returncode == 130 and closing["code"] == "interrupted", rest
+    assert closing["next"].startswith(" ".join(command)), closing
+    text = manifest(sandbox)
+    assert text.count("## Addendum — ") == 2  # once each, whatever the number of rounds
+    assert text.count("first point") == 1 and text.count("second point") == 1
+
+
+@pytest.mark.parametrize("target", [("--unit", "u1"), ("--all",)])
+def test_every_ends_at_once_when_nothing_is_left_to_watch(
+    sandbox: Sandbox, github: Any, target: tuple[str, ...]
+) -> None:
+    write_record(sandbox, "u1", lifecycle="restaff-failed")
+    number = github.add_pull("feat/u1", HEAD)
+    github.comment(number, "alice", "a point")
+    done = sandbox.unit("feedback", *target, "--send", "--auto", "--every", "1", env=loop_env())
+    assert done.code == 0, done.stdout
+    first, closing = (json.loads(line) for line in done.stdout.strip().splitlines())
+    assert first["round"]["n"] == 1
+    assert closing["ok"] is True and closing["status"] == "done" and closing["rounds"] == 1
+    who = "unit u1 is not working" if target[0] == "--unit" else "no unit is working"
+    assert closing["why"] == f"nothing left to watch: {who}"
+    assert len([path for _, path in github.requests if path.endswith("/pulls")]) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("--every", "0"), "invalid-every"),
+        (("--every", "-5"), "invalid-every"),
+        (("--every", "86401"), "invalid-every"),
+        (("--every", "2.5"), "invalid-every"),
+        (("--every", "119"), "invalid-every"),  # below 120 without the test's lower minimum
+        (("--every", "300", "--send"), "usage"),  # a loop sends only as --auto
+        (("--every", "300", "--dry-run"), "usage"),
+    ],
+)
+def test_every_is_bounded(sandbox: Sandbox, github: Any, args: tuple[str, ...], code: str) -> None:
+    refused = sandbox.unit("feedback", "--all", *args)
+    assert refused.code == 2 and refused["code"] == code and refused["next"], refused.stdout
+    if code == "invalid-every":
+        assert (
+            refused["next"].startswith("unit feedback --all") and "--every 300" in refused["next"]
+        )
+    assert github.requests == []
