@@ -155,3 +155,32 @@ def test_every_is_bounded(sandbox: Sandbox, github: Any, args: tuple[str, ...], 
             refused["next"].startswith("unit feedback --all") and "--every 300" in refused["next"]
         )
     assert github.requests == []
+
+
+def test_a_new_reply_sends_its_thread_again_and_the_same_thread_is_not(
+    sandbox: Sandbox, github: Any
+) -> None:
+    working_unit(sandbox)
+    number = github.add_pull("feat/u1", HEAD)
+    first = github.comment(number, "alice", "rename x", association="MEMBER", path="a.py", line=3)
+    sent = feedback(sandbox, "--unit", "u1", "--send")
+    assert sent["sent"] == [f"thread:{first}:{first}"], sent.stdout
+    sandbox.wait_turn("u1")
+    # The unit's own reply (the PR's author) is withheld and makes nothing new.
+    own = github.comment(
+        number, "executor-bot", "renamed", association="CONTRIBUTOR", reply_to=first
+    )
+    again = feedback(sandbox, "--unit", "u1", "--send")
+    assert again["status"] == "nothing-to-send", again.stdout
+    assert [item["key"] for item in again["withheld"]] == [f"review-comment:{own}"]
+    # A trusted reply: the thread goes again, whole, the reply marked new.
+    reply = github.comment(number, "bob", "also rename y", association="OWNER", reply_to=first)
+    resent = feedback(sandbox, "--unit", "u1", "--send")
+    assert resent["sent"] == [f"thread:{first}:{reply}"], resent.stdout
+    addendum = manifest(sandbox).split("## Addendum — ")[2]
+    assert "- review thread on a.py:3, 2 comments" in addendum
+    assert "- review comment by @alice (MEMBER) on a.py:3, " in addendum  # not new
+    assert "- review comment by @bob (OWNER) on a.py:3 (new), " in addendum
+    assert "rename x" in addendum and "also rename y" in addendum and "renamed" not in addendum
+    sandbox.wait_turn("u1")
+    assert feedback(sandbox, "--unit", "u1", "--send")["status"] == "nothing-to-send"

@@ -238,8 +238,14 @@ class FakeGitHub:
         association: str = "COLLABORATOR",
         path: str | None = None,
         line: int | None = None,
+        reply_to: int | None = None,
     ) -> int:
-        """A conversation comment on PR `number`, or with `path` a review comment on a line."""
+        """A conversation comment on PR `number`, or with `path` a review comment on a line;
+        `reply_to` (a review comment's id) replies in that comment's thread, on its line."""
+        if reply_to is not None:
+            root = next(c for c in self.review_comments[number] if c["id"] == reply_to)
+            path, line = root["path"], root["line"]
+            reply_to = root.get("in_reply_to") or reply_to  # GitHub names the first comment
         self.next_comment_id += 1
         at = self._tick()
         comment = {
@@ -249,6 +255,7 @@ class FakeGitHub:
             "association": association,
             "path": path,
             "line": line,
+            "in_reply_to": reply_to,
             "created_at": at,
             "updated_at": at,
         }
@@ -638,6 +645,7 @@ class FakeGitHub:
             line=comment["line"],
             original_line=comment["line"],
             side="RIGHT",
+            **({"in_reply_to_id": comment["in_reply_to"]} if comment.get("in_reply_to") else {}),
             _links={
                 "self": {"href": url},
                 "html": {"href": html},
@@ -724,14 +732,19 @@ class FakeGitHub:
         if number not in self.pulls:
             error = {"type": "NOT_FOUND", "message": f"no pull request {number}"}
             return self._json({"data": {"repository": {"pullRequest": None}}, "errors": [error]})
+        by_root: dict[int, list[int]] = {}  # a thread is its first comment and the replies
+        for comment in self.review_comments.get(number, []):
+            by_root.setdefault(comment.get("in_reply_to") or comment["id"], []).append(
+                comment["id"]
+            )
         nodes = [
             {
-                "id": f"PRRT_{comment['id']}",
-                "isResolved": comment["id"] in self.resolved_threads,
-                "isOutdated": comment["id"] in self.outdated_threads,
-                "comments": {"nodes": [{"databaseId": comment["id"]}]},
+                "id": f"PRRT_{root}",
+                "isResolved": root in self.resolved_threads,
+                "isOutdated": root in self.outdated_threads,
+                "comments": {"nodes": [{"databaseId": i} for i in ids]},
             }
-            for comment in self.review_comments.get(number, [])
+            for root, ids in by_root.items()
         ]
         threads = {"pageInfo": {"hasNextPage": False, "endCursor": None}, "nodes": nodes}
         return self._json({"data": {"repository": {"pullRequest": {"reviewThreads": threads}}}})
