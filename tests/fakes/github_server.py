@@ -43,6 +43,9 @@ NOT_ALLOWED = {
 }
 
 
+REPOSITORY_ID = 42
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -92,6 +95,10 @@ class FakeGitHub:
     dependency_summaries: bool = True  # older servers send no issue_dependencies_summary
     allowed_methods: set[str] = field(default_factory=lambda: {"merge", "squash", "rebase"})
     max_per_page: int = 100
+    # GitHub names a list's later pages by the repository's id (`/repositories/42/…`), not its
+    # name; the fake does so when this is set and serves those paths as the named ones
+    links_by_id: bool = False
+    by_id_requests: int = 0
     faults: list[Fault] = field(default_factory=list)
     requests: list[tuple[str, str]] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
@@ -699,6 +706,9 @@ class FakeGitHub:
 
     def handle(self, request: Request) -> Response:
         raw = _raw_path(request).removeprefix("/api/v3")
+        if raw.startswith(f"/repositories/{REPOSITORY_ID}/"):
+            self.by_id_requests += 1
+            raw = f"/repos/{self.repository}/" + raw.removeprefix(f"/repositories/{REPOSITORY_ID}/")
         path = urllib.parse.unquote(raw)
         self.requests.append((request.method, path))
         self.authorization.append(request.headers.get("Authorization"))
@@ -1042,7 +1052,10 @@ class FakeGitHub:
             query["page"] = [str(number)]
             query["per_page"] = [str(per_page)]
             root = self.api.removesuffix("/api/v3")
-            target = root + _raw_path(request) + "?" + urllib.parse.urlencode(query, doseq=True)
+            path = _raw_path(request)
+            if self.links_by_id:
+                path = path.replace(f"/repos/{self.repository}/", f"/repositories/{REPOSITORY_ID}/")
+            target = root + path + "?" + urllib.parse.urlencode(query, doseq=True)
             return f'<{target}>; rel="{rel}"'
 
         if page < last:
@@ -1201,8 +1214,8 @@ def _repository(api: str, full_name: str) -> dict[str, Any]:
     }
     found.update(
         {
-            "id": 42,
-            "node_id": "R_42",
+            "id": REPOSITORY_ID,
+            "node_id": f"R_{REPOSITORY_ID}",
             "name": name,
             "full_name": full_name,
             "owner": _user(api, owner),
