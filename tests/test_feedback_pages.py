@@ -73,3 +73,20 @@ def test_every_feedback_list_is_read_past_100_and_rate_limits_are_waited_out(
     assert forge.review_feedback(number) == items
     assert forge.ci_feedback(head) == report
     assert {e.status for e in github.exchanges[start:]} == {304}
+
+
+@pytest.mark.parametrize("status", [429, 403])
+def test_a_rate_limited_job_log_is_waited_out(
+    github: Any, forge: Any, tmp_path: Any, status: int
+) -> None:
+    head = "e" * 40
+    run = github.check_run(head, "tests", conclusion="failure", title="1 failed")
+    github.job_logs[run] = "2026-12-02T03:00:00.1Z step\n2026-12-02T03:00:01.2Z ##[error]boom\n"
+    message = "You have exceeded a secondary rate limit" if status == 403 else "slow down"
+    github.fail(
+        "GET", r"/actions/jobs/\d+/logs$", status, headers={"Retry-After": "0"}, message=message
+    )
+    forge.logs = tmp_path
+    (failed,) = forge.ci_feedback(head).failures
+    assert failed.excerpt == "step\n##[error]boom", failed.log_note
+    assert github.faults[0].remaining == 0
