@@ -71,8 +71,6 @@ def _watching(repo: str, options: FeedbackOptions) -> bool:
     for unit_id in ids:
         try:
             record = workspace.read_record(unit_id)
-        except ToolError:
-            continue
         except Exception:  # an unreadable record is not watched: `unit list` shows it
             continue
         if record is not None and record.lifecycle == "working":
