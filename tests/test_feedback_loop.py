@@ -170,9 +170,12 @@ def test_a_new_reply_sends_its_thread_again_and_the_same_thread_is_not(
     own = github.comment(
         number, "executor-bot", "renamed", association="CONTRIBUTOR", reply_to=first
     )
+    asked = github.requests.count(("POST", "/graphql"))
     again = feedback(sandbox, "--unit", "u1", "--send")
     assert again["status"] == "nothing-to-send", again.stdout
     assert [item["key"] for item in again["withheld"]] == [f"review-comment:{own}"]
+    # A withheld reply is never forwarded, so GraphQL (no ETags) is not asked where it sits.
+    assert github.requests.count(("POST", "/graphql")) == asked
     # A trusted reply: the thread goes again, whole, the reply marked new.
     reply = github.comment(number, "bob", "also rename y", association="OWNER", reply_to=first)
     resent = feedback(sandbox, "--unit", "u1", "--send")

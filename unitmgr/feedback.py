@@ -129,10 +129,15 @@ def open_pull(forge: Forge, record: UnitRecord) -> PullRequest:
 
 
 def gather(
-    forge: Forge, record: UnitRecord, only: str | None, settled: dict[str, str] | None = None
+    forge: Forge,
+    record: UnitRecord,
+    only: str | None,
+    settled: dict[str, str] | None = None,
+    allow: list[str] | None = None,
 ) -> Gathered:
     """What GitHub says about the unit's PR; `settled` (key -> signature of review comments
-    known to sit in resolved or outdated threads) is read and extended in place."""
+    known to sit in resolved or outdated threads) is read and extended in place; `allow` is the
+    config's `[feedback] allow` (a withheld comment never makes GraphQL be asked)."""
     pr = open_pull(forge, record)
     kinds = KINDS_OF[only] if only else tuple(k for group in KINDS_OF.values() for k in group)
     ci = forge.ci_feedback(pr.head_sha) if "check" in kinds else CiReport([], [])
@@ -140,12 +145,17 @@ def gather(
     own: dict[str, str] = {}
     if only != "ci":
         reviews = [item for item in forge.review_feedback(pr.number) if item.kind in kinds]
-        items += _unsettled(forge, record, pr.number, reviews, {} if settled is None else settled)
         if pr.author:
             own[pr.author.lower()] = "the unit's own identity (the PR's author)"
         viewer = forge.viewer()
         if viewer:
             own.setdefault(viewer.lower(), "this tool's own identity (the token's login)")
+        forwarded = [
+            item for item in reviews if withheld_why(item, allow=allow or [], own=own) is None
+        ]
+        kept = _unsettled(forge, record, pr.number, forwarded, {} if settled is None else settled)
+        # Withheld items are listed whatever their thread's state; forwarded ones only if open.
+        items += [item for item in reviews if item not in forwarded or item in kept]
     gathered = Gathered(pr=pr, items=items, running=ci.running, own=own)
     # Re-read once everything is in: feedback for a head that moved, or a PR merged or closed
     # meanwhile, is about work that is no longer the unit's (SPEC 3.17: never sent).

@@ -209,7 +209,7 @@ def _one(
     record = load(workspace, unit_id)
     if options.send and ledger_of(record)["pending_send"] and not options.dry_run:
         return _send(workspace, unit_id, options, settings, gathered=None)
-    gathered = _gather(workspace, forge, record, options)
+    gathered = _gather(workspace, forge, record, options, settings.allow)
     ledger, found, rendered = _plan(record, gathered, settings)
     document = {"ok": True, "status": "read", **_document(record, gathered, found, rendered)}
     if ledger["pending_send"]:
@@ -258,7 +258,11 @@ def _one(
 
 
 def _gather(
-    workspace: Workspace, forge: Any, record: UnitRecord, options: FeedbackOptions
+    workspace: Workspace,
+    forge: Any,
+    record: UnitRecord,
+    options: FeedbackOptions,
+    allow: list[str],
 ) -> fb.Gathered:
     """`fb.gather` with this unit's ETags (what did not change since the last poll is answered
     304, SPEC 7, and read from the cache) and its job-log directory. A dry run keeps no new
@@ -274,7 +278,7 @@ def _gather(
         )
         try:
             before = dict(forge.cache.settled)
-            gathered = fb.gather(forge, record, options.only, forge.cache.settled)
+            gathered = fb.gather(forge, record, options.only, forge.cache.settled, allow)
             forge.cache.changed |= forge.cache.settled != before
         finally:
             cache, forge.cache, forge.logs = forge.cache, None, None
