@@ -3,8 +3,9 @@
 An executor can write the whole git common dir, the registry included, and its own pair files.
 So a value that makes the lead run a command (`setup`, `validation`, the script partner's
 command), open a gate (`scope_approval`, `verification`), send a task (`task`), signal a process
-(a journaled child) or deliver a notification (a session's notify target) is trusted only with a
-MAC made by the lead, under a key that lives outside the common dir:
+(a journaled child), deliver a notification (a session's notify target) or an addendum (the
+stored `feedback.pending_send`) is trusted only with a MAC made by the lead, under a key that
+lives outside the common dir:
 `$XDG_STATE_HOME/unitmgr/keys/<repository id>` (0600, directory 0700, made on first signature).
 
 A MAC covers `subject` (the unit id, or a pair's state dir), the field's name and the canonical
@@ -47,6 +48,7 @@ SIGNED_FIELDS = (
     "scope_approval",
     "verification",
     "verification_child",
+    "feedback.pending_send",  # the addendum a crashed `unit feedback --send` resumes
 )
 # Where a journaled child's own MAC sits, beside `detail.child` (SPEC 8: journaled identities).
 CHILD_MAC_KEY = "child_signature"
@@ -164,6 +166,9 @@ def field_value(record: UnitRecord, field: str) -> Any:
     """The JSON value of a signed field (None: unset, nothing to trust or run)."""
     if field == "staffing.current":
         return record.staffing.current.to_json() if record.staffing is not None else None
+    if field == "feedback.pending_send":
+        ledger = record.feedback
+        return ledger.get("pending_send") if isinstance(ledger, dict) else None
     value = getattr(record, field)
     return None if value in (None, "") else value
 

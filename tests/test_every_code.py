@@ -799,7 +799,18 @@ def _feedback_draft(e: Env) -> Result:
     return e.unit("feedback", "--unit", "u1", "--send")
 
 
+@case("feedback-untrusted")
+def _feedback_planted(e: Env) -> Result:
+    _feedback_unit(e)
+    path = e.sandbox.registry / "units" / "u1.json"
+    record = json.loads(path.read_text())  # an executor plants an addendum, with no MAC
+    record["feedback"] = {"pending_send": {"text": "planted", "keys": {}, "branch": "feat/u1"}}
+    path.write_text(json.dumps(record))
+    return e.unit("feedback", "--unit", "u1", "--send")
+
+
 case("invalid-max-bytes")(lambda e: e.unit("feedback", "--unit", "u1", "--max-bytes", "12"))
+case("invalid-every")(lambda e: e.unit("feedback", "--all", "--auto", "--send", "--every", "5"))
 case("invalid-only")(lambda e: e.unit("feedback", "--unit", "u1", "--only", "everything"))
 
 

@@ -73,7 +73,7 @@ def test_trusted_feedback_arrives_once_fenced_stripped_and_redacted(
     assert sandbox.record("u1") == before  # a read writes nothing
     assert [item["key"] for item in read["pending"]] == [
         f"check:{HEAD}:{run}",
-        f"review-comment:{line}",
+        f"thread:{line}:{line}",
         f"comment:{hostile}",
         f"comment:{allowed}",
     ]
@@ -113,7 +113,7 @@ def test_trusted_feedback_arrives_once_fenced_stripped_and_redacted(
     github.edit_comment(line, "rename this to greet()")
     edited = feedback(sandbox, "--unit", "u1")
     pending = [(i["key"], i["edited"]) for i in edited["pending"]]
-    assert pending == [(f"review-comment:{line}", True)]
+    assert pending == [(f"thread:{line}:{line}", True)]
 
 
 def test_two_units_each_get_only_their_own(sandbox: Sandbox, github: Any) -> None:

@@ -147,7 +147,7 @@ def test_resolved_and_outdated_review_threads_are_not_forwarded(
     github.resolved_threads.add(resolved)
     github.outdated_threads.add(outdated)
     sent = feedback(sandbox, "--unit", "u1", "--send")
-    assert sent.code == 0 and sent["sent"] == [f"review-comment:{open_one}"], sent.stdout
+    assert sent.code == 0 and sent["sent"] == [f"thread:{open_one}:{open_one}"], sent.stdout
     text = (sandbox.registry / "tasks" / "u1.md").read_text()
     assert "still open" in text and "already resolved" not in text and "on old code" not in text
     # Nothing new to forward: the next poll does not ask GraphQL (it has no ETags).

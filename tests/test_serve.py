@@ -289,7 +289,9 @@ def test_the_dashboard_in_a_real_browser(sandbox: Sandbox, tmp_path: Path) -> No
     (tmp_path / "question.md").write_text("one more thing\n")
     again = ("send", "--kind", "question", "--body-file", str(tmp_path / "question.md"))
     assert sandbox.pair(*again, repo=sandbox.worktree("broken"))["status"] == "failed"
-    write_record(sandbox, "gone")  # its worktree was never made: recovery, worktree missing
+    # Its worktree was never made: recovery, worktree missing; its feedback ledger has counts.
+    counts = {"ci": 1, "review": 2, "withheld": 0, "at": "2026-12-01T10:00:00Z"}
+    write_record(sandbox, "gone", feedback={"counts": counts})
 
     messages: list[str] = []
     with serving(sandbox) as served, sync_playwright() as playwright:
@@ -331,6 +333,8 @@ def test_the_dashboard_in_a_real_browser(sandbox: Sandbox, tmp_path: Path) -> No
                 in page.locator('tr[data-unit="broken"] .attention').inner_text()
             )
 
+            gone = page.locator('tr[data-unit="gone"] .attention').inner_text()
+            assert "feedback: 1 CI, 2 review pending, 0 withheld" in gone  # the ledger's counts
             # The missing worktree's recovery command, copied by its button.
             command = page.locator('tr[data-unit="gone"] .recovery code').inner_text()
             assert command.startswith("unit dismantle --unit gone --force gone")

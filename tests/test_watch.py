@@ -10,7 +10,7 @@ import shutil
 import time
 from pathlib import Path
 
-from tests.conftest import Sandbox
+from tests.conftest import Sandbox, write_record
 
 
 def read_until(fd: int, needle: bytes, timeout: float = 30.0) -> bytes:
@@ -139,3 +139,13 @@ def test_watch_once_draws_one_frame(sandbox: Sandbox) -> None:
     assert "u1  waiting-on-lead" in frame.stdout and "all quiet" not in frame.stdout
     refused = sandbox.unit("watch")  # not a terminal
     assert refused.code == 2 and refused["code"] == "not-a-terminal"
+
+
+def test_watch_shows_the_feedback_ledgers_counts(sandbox: Sandbox) -> None:
+    """`unit watch` shows the feedback ledger's counts as `status --all` does (SPEC 3.17)."""
+    counts = {"ci": 2, "review": 3, "withheld": 1, "at": "2026-12-01T10:00:00Z"}
+    write_record(sandbox, "u1", feedback={"counts": counts})
+    frame = sandbox.unit("watch", "--once")
+    assert frame.code == 0, frame.stdout
+    cells = [line.split("│")[-2].strip() for line in frame.stdout.splitlines() if "│" in line]
+    assert "feedback: 2 CI, 3 review pending, 1 withheld" in " ".join(cells)  # the last column

@@ -17,6 +17,7 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from dataclasses import replace as dataclass_replace
 from typing import Any
 
 from registry.errors import StateError
@@ -30,7 +31,7 @@ LOG_LINES = 60
 ONLY = ("ci", "reviews", "comments")
 KINDS_OF = {
     "ci": ("check", "status"),
-    "reviews": ("review", "review-comment"),
+    "reviews": ("review", "review-comment", "thread"),
     "comments": ("comment",),
 }
 
@@ -71,7 +72,11 @@ def inline(text: str, limit: int = 200) -> str:
 
 
 def signature(item: FeedbackItem) -> str:
-    """What makes an item new again: an edited body (or a check's changed output)."""
+    """What makes an item new again: an edited body (or a check's changed output); for a
+    review thread, any of its comments edited (its marks of what is new do not count)."""
+    if item.parts:
+        text = "\n".join(f"{p.key}\n{p.where}\n{p.body}" for p in item.parts)
+        return hashlib.sha256(f"thread\n{item.where}\n{text}".encode()).hexdigest()
     return hashlib.sha256(f"{item.where}\n{item.title}\n{item.body}".encode()).hexdigest()
 
 
@@ -124,10 +129,15 @@ def open_pull(forge: Forge, record: UnitRecord) -> PullRequest:
 
 
 def gather(
-    forge: Forge, record: UnitRecord, only: str | None, settled: dict[str, str] | None = None
+    forge: Forge,
+    record: UnitRecord,
+    only: str | None,
+    settled: dict[str, str] | None = None,
+    allow: list[str] | None = None,
 ) -> Gathered:
     """What GitHub says about the unit's PR; `settled` (key -> signature of review comments
-    known to sit in resolved or outdated threads) is read and extended in place."""
+    known to sit in resolved or outdated threads) is read and extended in place; `allow` is the
+    config's `[feedback] allow` (a withheld comment never makes GraphQL be asked)."""
     pr = open_pull(forge, record)
     kinds = KINDS_OF[only] if only else tuple(k for group in KINDS_OF.values() for k in group)
     ci = forge.ci_feedback(pr.head_sha) if "check" in kinds else CiReport([], [])
@@ -135,12 +145,17 @@ def gather(
     own: dict[str, str] = {}
     if only != "ci":
         reviews = [item for item in forge.review_feedback(pr.number) if item.kind in kinds]
-        items += _unsettled(forge, record, pr.number, reviews, {} if settled is None else settled)
         if pr.author:
             own[pr.author.lower()] = "the unit's own identity (the PR's author)"
         viewer = forge.viewer()
         if viewer:
             own.setdefault(viewer.lower(), "this tool's own identity (the token's login)")
+        forwarded = [
+            item for item in reviews if withheld_why(item, allow=allow or [], own=own) is None
+        ]
+        kept = _unsettled(forge, record, pr.number, forwarded, {} if settled is None else settled)
+        # Withheld items are listed whatever their thread's state; forwarded ones only if open.
+        items += [item for item in reviews if item not in forwarded or item in kept]
     gathered = Gathered(pr=pr, items=items, running=ci.running, own=own)
     # Re-read once everything is in: feedback for a head that moved, or a PR merged or closed
     # meanwhile, is about work that is no longer the unit's (SPEC 3.17: never sent).
@@ -169,8 +184,9 @@ def _unsettled(
     sent = sent if isinstance(sent, dict) else {}
 
     def new(item: FeedbackItem) -> bool:
-        earlier = sent.get(item.key)
-        if isinstance(earlier, dict) and earlier.get("sig") == signature(item):
+        # Sent in a thread already: its key names the thread's first and newest comment ids.
+        root = item.reply_to if item.reply_to is not None else _comment_id(item)
+        if any(_newest_sent(key, root) >= _comment_id(item) for key in sent):
             return False
         return settled.get(item.key) != signature(item)
 
@@ -205,6 +221,58 @@ def withheld_why(item: FeedbackItem, *, allow: list[str], own: dict[str, str]) -
     )
 
 
+MAX_THREAD_COMMENTS = 50  # a longer thread is quoted from its newest comments
+
+
+def _comment_id(item: FeedbackItem) -> int:
+    return int(item.key.rsplit(":", 1)[1])
+
+
+def _newest_sent(key: str, root: int) -> int:
+    """The newest comment id of a sent `thread:<root>:<newest>` key of thread `root`, else -1."""
+    parts = key.split(":")
+    if len(parts) == 3 and parts[0] == "thread" and parts[1] == str(root) and parts[2].isdigit():
+        return int(parts[2])
+    return -1
+
+
+def threads(comments: list[FeedbackItem], *, sent: dict[str, Any]) -> list[FeedbackItem]:
+    """The forwarded review comments as one item per thread (SPEC 3.17), keyed
+    `thread:<first comment id>:<newest comment id>`: a new reply makes the thread pending
+    again, sent whole with the comments newer than its last send marked "new"; the same thread
+    with nothing new stays sent. Only forwarded comments count: a withheld reply (the unit's
+    own, a stranger's) neither joins the thread nor makes it new."""
+    by_root: dict[int, list[FeedbackItem]] = {}
+    for item in comments:
+        root = item.reply_to if item.reply_to is not None else _comment_id(item)
+        by_root.setdefault(root, []).append(item)
+    found: list[FeedbackItem] = []
+    for root, unordered in by_root.items():
+        parts = sorted(unordered, key=_comment_id)[-MAX_THREAD_COMMENTS:]
+        newest = _comment_id(parts[-1])
+        last = max((_newest_sent(key, root) for key in sent), default=-1)
+        marked = tuple(
+            dataclass_replace(part, title="new") if 0 <= last < _comment_id(part) else part
+            for part in parts
+        )
+        first = parts[0]
+        found.append(
+            FeedbackItem(
+                kind="thread",
+                key=f"thread:{root}:{newest}",
+                url=first.url,
+                at=parts[-1].at,
+                body="",
+                login=first.login,
+                association=first.association,
+                where=first.where,
+                title=f"{len(parts)} comment{'s' if len(parts) != 1 else ''}",
+                parts=marked,
+            )
+        )
+    return found
+
+
 @dataclass
 class Sorted:
     pending: list[FeedbackItem] = field(default_factory=list)
@@ -218,8 +286,10 @@ def sort_items(
 ) -> Sorted:
     """Each item: already sent (same signature), withheld (and why), or pending — CI first,
     then reviews, then comments, each oldest first."""
-    order = {"check": 0, "status": 0, "review": 1, "review-comment": 1, "comment": 2}
+    order = {"check": 0, "status": 0, "review": 1, "thread": 1, "review-comment": 1, "comment": 2}
     result = Sorted()
+    forwarded: list[FeedbackItem] = []
+    comments: list[FeedbackItem] = []
     for item in sorted(items, key=lambda i: (order[i.kind], i.at or "", i.key)):
         why = withheld_why(item, allow=allow, own=own)
         if why is not None:
@@ -232,7 +302,12 @@ def sort_items(
                     "why": why,
                 }
             )
-            continue
+        elif item.kind == "review-comment":
+            comments.append(item)
+        else:
+            forwarded.append(item)
+    forwarded += threads(comments, sent=sent)
+    for item in sorted(forwarded, key=lambda i: (order[i.kind], i.at or "", i.key)):
         earlier = sent.get(item.key)
         if isinstance(earlier, dict) and earlier.get("sig") == signature(item):
             result.sent += 1
@@ -264,15 +339,24 @@ def provenance(item: FeedbackItem, *, edited: bool) -> str:
         "status": f"commit status {inline(item.where)}: {inline(item.title)}",
         "review": f"review {inline(item.title)} by {who}",
         "review-comment": f"review comment by {who} on {inline(item.where)}",
+        "thread": f"review thread on {inline(item.where)}, {inline(item.title)}",
         "comment": f"comment by {who}",
     }
     line = parts[item.kind]
+    if item.kind == "review-comment" and item.title == "new":
+        line += " (new)"
     if edited:
         line += " (edited)"
     return f"- {line}, {inline(item.at or 'at an unknown time', 40)}, {inline(item.url, 300)}"
 
 
 def block(item: FeedbackItem, *, edited: bool) -> str:
+    if item.parts:  # a review thread: its provenance, then each comment as its own block
+        return (
+            provenance(item, edited=edited)
+            + "\n"
+            + "".join(block(part, edited=False) for part in item.parts)
+        )
     body, left_out = bounded(clean(item.body).strip("\n"), log=item.log)
     fence = fence_for(body)
     lines = [provenance(item, edited=edited)]

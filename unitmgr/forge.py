@@ -294,7 +294,7 @@ class FeedbackItem:
     review comment or a conversation comment. `body` is GitHub's text, untouched (hostile: the
     renderer fences, strips and bounds it); `key` names it in the ledger (SPEC 3.17)."""
 
-    kind: str  # "check" | "status" | "review" | "review-comment" | "comment"
+    kind: str  # "check" | "status" | "review" | "review-comment" | "thread" | "comment"
     key: str
     url: str
     at: str | None
@@ -306,6 +306,8 @@ class FeedbackItem:
     log: bool = False  # a log excerpt's bounds apply (check output), not a comment's
     excerpt: str | None = None  # an Actions job log's last lines (hostile, like `body`)
     log_note: str = ""  # the tool's own words on that log: where it is saved, or why it is not
+    reply_to: int | None = None  # a review comment's `in_reply_to_id`: its thread's first comment
+    parts: tuple[FeedbackItem, ...] = ()  # a review thread's comments, oldest first
 
     @property
     def ci(self) -> bool:

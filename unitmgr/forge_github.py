@@ -21,6 +21,7 @@ retry policy lives, SPEC 5); the Forge Protocol it implements is unitmgr/forge.p
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -574,7 +575,11 @@ class GitHubForge:
             line = item.get("line") or item.get("original_line")
             where = f"{item.get('path')}:{line}" if line else str(item.get("path") or "")
             key = f"review-comment:{int(item['id'])}"
-            found.append(_feedback("review-comment", key, item, where=where))
+            comment = _feedback("review-comment", key, item, where=where)
+            reply_to = item.get("in_reply_to_id")
+            if isinstance(reply_to, int) and not isinstance(reply_to, bool):
+                comment = dataclasses.replace(comment, reply_to=reply_to)
+            found.append(comment)
         conversation, _ = self._list(f"{self.prefix}/issues/{number}/comments")
         found += [_feedback("comment", f"comment:{int(item['id'])}", item) for item in conversation]
         return found

@@ -398,6 +398,8 @@ PAGES: dict[str, str] = {
         "                              working, checks done).\n"
         "  --only ci|reviews|comments  Gather only this kind.\n"
         "  --max-bytes N               The addendum's bound in bytes.  [default: 16384]\n"
+        "  --every SECONDS             Repeat every SECONDS (at least 120) until Ctrl-C\n"
+        "                              or none is working.\n"
         "  --repo PATH                 The repository (default: current directory).\n"
         "                              [default: .]\n"
         "  --lock-timeout SECONDS      Seconds to wait for locks (0 = do not wait).\n"
@@ -704,6 +706,7 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
                           '--auto': ['auto', 'flag'],
                           '--only': ['only', 'value'],
                           '--max-bytes': ['max_bytes', 'value'],
+                          '--every': ['every', 'value'],
                           '--repo': ['repo', 'value'],
                           '--lock-timeout': ['lock_timeout', 'value'],
                           '--dry-run': ['dry_run', 'flag']},
@@ -715,6 +718,7 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
                            'auto': False,
                            'only': None,
                            'max_bytes': '16384',
+                           'every': None,
                            'repo': '.',
                            'lock_timeout': '30',
                            'dry_run': False},

@@ -286,6 +286,10 @@ class FeedbackOptions:
     )
     only: str | None = option("--only", "Gather only this kind.", metavar="ci|reviews|comments")
     max_bytes: str = option("--max-bytes", "The addendum's bound in bytes.", "16384", "N")
+    every: str | None = option(
+        "--every", "Repeat every SECONDS (at least 120) until Ctrl-C or none is working.",
+        metavar="SECONDS",
+    )  # fmt: skip
     lock_timeout: str = _lock_timeout()
     dry_run: bool = _dry_run()
 

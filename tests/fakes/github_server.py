@@ -43,6 +43,9 @@ NOT_ALLOWED = {
 }
 
 
+REPOSITORY_ID = 42
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -92,6 +95,10 @@ class FakeGitHub:
     dependency_summaries: bool = True  # older servers send no issue_dependencies_summary
     allowed_methods: set[str] = field(default_factory=lambda: {"merge", "squash", "rebase"})
     max_per_page: int = 100
+    # GitHub names a list's later pages by the repository's id (`/repositories/42/…`), not its
+    # name; the fake does so when this is set and serves those paths as the named ones
+    links_by_id: bool = False
+    by_id_requests: int = 0
     faults: list[Fault] = field(default_factory=list)
     requests: list[tuple[str, str]] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
@@ -238,8 +245,14 @@ class FakeGitHub:
         association: str = "COLLABORATOR",
         path: str | None = None,
         line: int | None = None,
+        reply_to: int | None = None,
     ) -> int:
-        """A conversation comment on PR `number`, or with `path` a review comment on a line."""
+        """A conversation comment on PR `number`, or with `path` a review comment on a line;
+        `reply_to` (a review comment's id) replies in that comment's thread, on its line."""
+        if reply_to is not None:
+            root = next(c for c in self.review_comments[number] if c["id"] == reply_to)
+            path, line = root["path"], root["line"]
+            reply_to = root.get("in_reply_to") or reply_to  # GitHub names the first comment
         self.next_comment_id += 1
         at = self._tick()
         comment = {
@@ -249,6 +262,7 @@ class FakeGitHub:
             "association": association,
             "path": path,
             "line": line,
+            "in_reply_to": reply_to,
             "created_at": at,
             "updated_at": at,
         }
@@ -638,6 +652,7 @@ class FakeGitHub:
             line=comment["line"],
             original_line=comment["line"],
             side="RIGHT",
+            **({"in_reply_to_id": comment["in_reply_to"]} if comment.get("in_reply_to") else {}),
             _links={
                 "self": {"href": url},
                 "html": {"href": html},
@@ -691,6 +706,9 @@ class FakeGitHub:
 
     def handle(self, request: Request) -> Response:
         raw = _raw_path(request).removeprefix("/api/v3")
+        if raw.startswith(f"/repositories/{REPOSITORY_ID}/"):
+            self.by_id_requests += 1
+            raw = f"/repos/{self.repository}/" + raw.removeprefix(f"/repositories/{REPOSITORY_ID}/")
         path = urllib.parse.unquote(raw)
         self.requests.append((request.method, path))
         self.authorization.append(request.headers.get("Authorization"))
@@ -724,14 +742,19 @@ class FakeGitHub:
         if number not in self.pulls:
             error = {"type": "NOT_FOUND", "message": f"no pull request {number}"}
             return self._json({"data": {"repository": {"pullRequest": None}}, "errors": [error]})
+        by_root: dict[int, list[int]] = {}  # a thread is its first comment and the replies
+        for comment in self.review_comments.get(number, []):
+            by_root.setdefault(comment.get("in_reply_to") or comment["id"], []).append(
+                comment["id"]
+            )
         nodes = [
             {
-                "id": f"PRRT_{comment['id']}",
-                "isResolved": comment["id"] in self.resolved_threads,
-                "isOutdated": comment["id"] in self.outdated_threads,
-                "comments": {"nodes": [{"databaseId": comment["id"]}]},
+                "id": f"PRRT_{root}",
+                "isResolved": root in self.resolved_threads,
+                "isOutdated": root in self.outdated_threads,
+                "comments": {"nodes": [{"databaseId": i} for i in ids]},
             }
-            for comment in self.review_comments.get(number, [])
+            for root, ids in by_root.items()
         ]
         threads = {"pageInfo": {"hasNextPage": False, "endCursor": None}, "nodes": nodes}
         return self._json({"data": {"repository": {"pullRequest": {"reviewThreads": threads}}}})
@@ -1029,7 +1052,10 @@ class FakeGitHub:
             query["page"] = [str(number)]
             query["per_page"] = [str(per_page)]
             root = self.api.removesuffix("/api/v3")
-            target = root + _raw_path(request) + "?" + urllib.parse.urlencode(query, doseq=True)
+            path = _raw_path(request)
+            if self.links_by_id:
+                path = path.replace(f"/repos/{self.repository}/", f"/repositories/{REPOSITORY_ID}/")
+            target = root + path + "?" + urllib.parse.urlencode(query, doseq=True)
             return f'<{target}>; rel="{rel}"'
 
         if page < last:
@@ -1188,8 +1214,8 @@ def _repository(api: str, full_name: str) -> dict[str, Any]:
     }
     found.update(
         {
-            "id": 42,
-            "node_id": "R_42",
+            "id": REPOSITORY_ID,
+            "node_id": f"R_{REPOSITORY_ID}",
             "name": name,
             "full_name": full_name,
             "owner": _user(api, owner),

@@ -116,9 +116,9 @@ class Settings:
 
 def ledger_of(record: UnitRecord) -> dict[str, Any]:
     ledger = record.feedback if isinstance(record.feedback, dict) else {}
-    ledger.setdefault("sent", {})
-    ledger.setdefault("rounds", {"ci": 0, "review": 0})
-    ledger.setdefault("round_heads", {})
+    for name, empty in (("sent", {}), ("rounds", {"ci": 0, "review": 0}), ("round_heads", {})):
+        if not isinstance(ledger.get(name), dict):  # hostile input: a wrong shape is reset
+            ledger[name] = empty
     ledger.setdefault("pending_send", None)
     return ledger
 
@@ -208,11 +208,17 @@ def _one(
     record = load(workspace, unit_id)
     if options.send and ledger_of(record)["pending_send"] and not options.dry_run:
         return _send(workspace, unit_id, options, settings, gathered=None)
-    gathered = _gather(workspace, forge, record, options)
+    gathered = _gather(workspace, forge, record, options, settings.allow)
     ledger, found, rendered = _plan(record, gathered, settings)
     document = {"ok": True, "status": "read", **_document(record, gathered, found, rendered)}
     if ledger["pending_send"]:
-        document["pending_send"] = {"sha256": ledger["pending_send"].get("sha256")}
+        from registry.signing import verified
+
+        stored = ledger["pending_send"]
+        document["pending_send"] = {
+            "sha256": stored.get("sha256") if isinstance(stored, dict) else None,
+            "signed": verified(workspace.registry.signer, record, "feedback.pending_send"),
+        }
     if not options.send:
         return document
     if gathered.moved:
@@ -251,7 +257,11 @@ def _one(
 
 
 def _gather(
-    workspace: Workspace, forge: Any, record: UnitRecord, options: FeedbackOptions
+    workspace: Workspace,
+    forge: Any,
+    record: UnitRecord,
+    options: FeedbackOptions,
+    allow: list[str],
 ) -> fb.Gathered:
     """`fb.gather` with this unit's ETags (what did not change since the last poll is answered
     304, SPEC 7, and read from the cache) and its job-log directory. A dry run keeps no new
@@ -267,7 +277,7 @@ def _gather(
         )
         try:
             before = dict(forge.cache.settled)
-            gathered = fb.gather(forge, record, options.only, forge.cache.settled)
+            gathered = fb.gather(forge, record, options.only, forge.cache.settled, allow)
             forge.cache.changed |= forge.cache.settled != before
         finally:
             cache, forge.cache, forge.logs = forge.cache, None, None
@@ -323,12 +333,13 @@ def _send(
                 "sha256": digest(rendered.text.rstrip()),
                 "keys": rendered.keys,
                 "pr": gathered.pr.number,
+                "branch": record.branch,
                 "head_sha": gathered.pr.head_sha,
                 "ci": ci,
                 "review": review,
             }
         else:
-            pending = ledger["pending_send"]
+            pending = _trusted_pending(workspace, record, ledger, journal)
         text = str(pending["text"]).rstrip()
         refuse_append(record, options.queue, journal.is_done("append"))
         sent: dict[str, Any] = {"status": "sent", "seq": None}
@@ -373,6 +384,32 @@ def _send(
         if turn_in_flight(record) is not None and sent["status"] == "queued":
             result["why"] = "a turn is in flight: the notice waits for it"
         return result
+
+
+def _trusted_pending(
+    workspace: Workspace, record: UnitRecord, ledger: dict[str, Any], journal: Journal
+) -> dict[str, Any]:
+    """The stored `pending_send`, only when the lead's MAC covers it for this unit and it was
+    gathered for the unit's branch. An executor can write the registry: a planted or moved one
+    is discarded (with its journal), never delivered, and the next send gathers afresh."""
+    from registry.signing import verified
+
+    pending = ledger["pending_send"]
+    signed = verified(workspace.registry.signer, record, "feedback.pending_send")
+    if signed and isinstance(pending, dict) and pending.get("branch") == record.branch:
+        return pending
+    why = "is not signed by this lead" if not signed else "was not gathered for its branch"
+    ledger["pending_send"] = None
+    record.feedback = ledger
+    journal.clear()
+    workspace.registry.write(record)
+    raise StateError(
+        "feedback-untrusted",
+        f"unit {record.unit_id}'s stored feedback addendum (feedback.pending_send) {why} "
+        "(an executor can write the registry) — it was discarded, not delivered",
+        detail={"field": "feedback.pending_send", "signed": signed},
+        next_step=f"unit feedback --unit {record.unit_id}",
+    )
 
 
 def _counts(document: dict[str, Any], pending: dict[str, Any]) -> dict[str, Any]:

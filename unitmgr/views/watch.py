@@ -5,7 +5,8 @@ for the whole session skips the git calls of worktrees that did not change). Its
 **Waiting on you** banner: every unit whose `attention.state` (SPEC 3.4) asks the lead to act,
 with how long and why, recovery commands folded onto their own line, never cut; "all quiet"
 only when nobody waits. The table below puts what needs a look first: lost or quiet turns,
-failed receipts, throttle signals, overlaps, queued notices and recovery records.
+failed receipts, throttle signals, overlaps, queued notices, feedback the ledger says is pending
+(`feedback: 2 CI, 3 review pending, 1 withheld`, never asked of GitHub) and recovery records.
 Ctrl-C ends it cleanly. `--once` draws a single frame (for a pipe or a quick look).
 """
 
@@ -89,6 +90,8 @@ def attention(unit: dict[str, Any]) -> list[tuple[str, str]]:
     recovery = unit.get("recovery") or {}
     if recovery.get("needed"):
         notes.append(("bold red", f"recover: {recovery.get('why')}"))
+    if unit.get("feedback"):  # the ledger's counts (SPEC 3.17), as status --all has them
+        notes.append(("cyan", str(unit["feedback"])))
     if unit.get("lifecycle") == "unreadable":
         return notes
     pair = unit.get("pair") or {}
