@@ -331,3 +331,27 @@ class PathOptions:
 @declared
 class ShellInitOptions:
     shell: str = argument("bash, zsh or fish.", "SHELL")
+
+
+# -- old archives and the event log (SPEC 3.18) -----------------------------------------------
+
+
+@declared
+class PruneOptions:
+    older_than: str = option(
+        "--older-than",
+        "Remove archives older than this: a number and s, m, h, d or w.",
+        "30d",
+        "DURATION",
+    )
+    dry_run: bool = option("--dry-run", "List what would go; remove nothing.", False)
+    lock_timeout: str = _lock_timeout()
+
+
+@declared
+class LogOptions:
+    unit: str | None = option("--unit", "Only this unit's events.", metavar="ID")
+    since: str | None = option("--since", "Only events at or after this time.", metavar="ISO")
+    follow: bool = option(
+        "--follow", "Keep printing new events (one per line) until Ctrl-C.", False
+    )
