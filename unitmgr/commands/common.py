@@ -1,5 +1,6 @@
 """What every `unit` command module shares: the common options, and `declare`, which turns an
-options dataclass (unitmgr/options.py) into the command that fills it.
+options class (unitmgr/options.py, built by unitmgr/option_fields.py) into the command that
+fills it.
 
 A command parses, calls one lifecycle (or view) function, and renders; it does no git, GitHub or
 registry I/O itself, and imports what it calls inside its function so start-up stays light.
@@ -87,7 +88,7 @@ def _parameter(item: Field, annotation: Any) -> Any:
 
 
 class Declared:
-    """A command declared by its options dataclass: `invoke` runs it from the keyword arguments
+    """A command declared by its options class: `invoke` runs it from the keyword arguments
     the Typer command would get (unitmgr/entry.py calls it without Typer), `typer_command`
     builds that Typer command."""
 
