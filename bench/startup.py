@@ -12,7 +12,10 @@ GitHub (`intake`, `merge`, `feedback`) is refused `github-not-configured`, and `
 server) a bad `--lock-timeout`: their start-up and their first check. Each round runs the
 yardstick and every command once, in turn, so a load that comes and goes hits all of them; the
 figures are medians over the rounds. Bytecode caching is on, as in an installed copy. `python
--X importtime` shows where the rest goes."""
+-X importtime` shows where the rest goes. With `BENCH_BEFORE=<another install's bin dir>` every
+command is also timed through that install (its `unit`, `pair` and `python`, on the same
+registry, in the same rounds) and the table gets a column for it: before and after a change,
+measured in one run."""
 
 from __future__ import annotations
 
@@ -132,12 +135,38 @@ def commands(root: Path, env: dict[str, str]) -> tuple[dict[str, list[str]], dic
     return timed, settle
 
 
+BEFORE = " [before]"
+
+
+def with_before(
+    timed: dict[str, list[str]], settle: dict[str, list[str]], before: str
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Each command, then the same through the install in `before` (a bin dir)."""
+    ours = str(Path(sys.executable).parent)
+
+    def there(argv: list[str]) -> list[str]:
+        moved = [
+            before + word[len(ours) :] if word.startswith(ours + "/") else word for word in argv
+        ]
+        return [str(Path(before) / "python"), *moved[1:]] if argv[0] == sys.executable else moved
+
+    both: dict[str, list[str]] = {}
+    for label, argv in timed.items():
+        both[label] = argv
+        if label.startswith(("unit ", "pair ")):
+            both[label + BEFORE] = there(argv)
+    return both, settle | {label + BEFORE: argv for label, argv in settle.items()}
+
+
 def measure() -> list[tuple[str, float, float]]:
     root = scratch()
     try:
         (root / "home").mkdir()
         env = environment(root / "home")
         timed, settle = commands(root, env)
+        before = os.environ.get("BENCH_BEFORE")
+        if before:
+            timed, settle = with_before(timed, settle, before)
         return rounds_against_yardstick(timed, env, root, RUNS, settle=settle)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -145,12 +174,26 @@ def measure() -> list[tuple[str, float, float]]:
 
 def report() -> str:
     rows = measure()
-    goals = {
-        label: 3 if label in FAST else 5
-        for label, _, _ in rows
-        if label.startswith(("unit ", "pair ")) and not label.endswith("through Typer")
-    }
-    return ratio_table(rows, goals)
+    found = {label: (seconds, ratio) for label, seconds, ratio in rows}
+    if not any(label.endswith(BEFORE) for label in found):
+        goals = {
+            label: 3 if label in FAST else 5
+            for label in found
+            if label.startswith(("unit ", "pair ")) and not label.endswith("through Typer")
+        }
+        return ratio_table(rows, goals)
+    lines = ["| command | before | after | goal | met |", "|---|---|---|---|---|"]
+    for label, (seconds, ratio) in found.items():
+        if label.endswith(BEFORE):
+            continue
+        goal = "" if not label.startswith(("unit ", "pair ")) else "3x" if label in FAST else "5x"
+        goal = "" if label.endswith("through Typer") else goal
+        met = "" if not goal else "yes" if ratio <= float(goal[:-1]) else "NO"
+        earlier = found.get(label + BEFORE)
+        then = f"{earlier[0] * 1000:.0f} ms, {earlier[1]:.1f}x" if earlier else ""
+        now = f"{seconds * 1000:.0f} ms, {ratio:.1f}x"
+        lines.append(f"| `{label}` | {then} | {now} | {goal} | {met} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
