@@ -17,7 +17,6 @@ stays free of heavy imports (`unit status --all` takes one snapshot).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -25,7 +24,12 @@ from pathlib import Path
 
 from pair.gitconfig import LIST_ARGS, ConfigEntry, parse_listing
 from registry.redact import redact
-from registry.userdirs import private_dir, repository_id, state_home
+from registry.userdirs import (
+    private_dir,
+    repository_id,
+    sha256,  # not hashlib: its OpenSSL costs start-up (SPEC 7)
+    state_home,
+)
 
 TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
 if TYPE_CHECKING:
@@ -145,7 +149,7 @@ def _hash_head(path: Path) -> str:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return "not a regular file"
-        digest = hashlib.sha256()
+        digest = sha256()
         left = HASH_BYTES
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 16))

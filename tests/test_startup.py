@@ -145,3 +145,32 @@ def test_a_once_typer_command_starts_within_a_coarse_bound(tmp_path: Path) -> No
         baseline = _median_seconds([sys.executable, "-c", "pass"], 5)
         ratios.append(_median_seconds(command, 5) / baseline)
     assert min(ratios) <= 15, ratios
+
+
+COMMAND_MODULES_PROBE = """
+import importlib, json, sys
+from unitmgr.cli import COMMANDS
+
+heavy = ("typer", "click", "dataclasses", "inspect")
+found = {}
+for module in COMMANDS.values():
+    importlib.import_module(f"unitmgr.commands.{module}")
+    found[module] = sorted(name for name in heavy if name in sys.modules)
+print(json.dumps(found))
+"""
+
+
+def test_no_unit_command_module_imports_typer_or_dataclasses() -> None:
+    """Every command module with its options class imports neither Typer (SPEC 7: about 5x
+    `python -c pass` alone; `prune` and `log` once did) nor `dataclasses` (with `inspect`, `ast`
+    and `dis`: unitmgr/option_fields.py builds the options classes without it), so a command
+    pays for those only if its own work needs them."""
+    completed = subprocess.run(
+        [sys.executable, "-c", COMMAND_MODULES_PROBE],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    found = json.loads(completed.stdout)
+    assert {module: names for module, names in found.items() if names} == {}, found

@@ -18,7 +18,6 @@ This module writes only the approvals file, the migrated file and that rename; i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -31,6 +30,7 @@ from registry.atomic import write_text_atomic
 from registry.errors import StateError
 from registry.redact import redact
 from registry.timeutil import iso_z
+from registry.userdirs import sha256  # not hashlib: its OpenSSL costs start-up (SPEC 7)
 from unitmgr.config import COMMAND_KEYS, ProjectConfig, machine_file
 
 LEGACY_FILE = "config.toml"  # in <common-dir>/orchestrate/, before revision 3
@@ -46,7 +46,7 @@ def approvals_file(common_dir: Path) -> Path:
 
 
 def digest(command: str) -> str:
-    return hashlib.sha256(command.encode("utf-8", "surrogateescape")).hexdigest()
+    return sha256(command.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def read_approvals(common_dir: Path) -> dict[str, dict[str, Any]]:

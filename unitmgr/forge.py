@@ -7,14 +7,11 @@ imports `github`.
 
 from __future__ import annotations
 
-import os
-import re
-import urllib.parse
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from registry.errors import StateError
+# Re-exported: where a repository's forge is (unitmgr/github_remote.py, kept light).
+from unitmgr.github_remote import configured_repository, github_hosts, repository_from  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -234,50 +231,6 @@ class Forge(Protocol):
 
 
 # -- configuration ------------------------------------------------------------------------------
-
-_REMOTE = re.compile(
-    r"^(?:https://(?:[^@/]+@)?(?P<h1>[^/:]+)(?::\d+)?/|ssh://(?:[^@/]+@)?(?P<h2>[^/:]+)(?::\d+)?/"
-    r"|[^@:/\s]+@(?P<h3>[^:/\s]+):)"
-    r"(?P<owner>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+?)(?:\.git)?/?$"
-)
-
-
-def github_hosts() -> set[str]:
-    """github.com, plus the host of `GITHUB_API_URL` (GitHub Enterprise) when set."""
-    hosts = {"github.com"}
-    api = urllib.parse.urlsplit(os.environ.get("GITHUB_API_URL", "").strip())
-    if api.hostname:
-        hosts.add(api.hostname.lower().removeprefix("api."))
-    return hosts
-
-
-def repository_from(origin_url: str | None) -> str | None:
-    """`owner/name` from an origin URL on GitHub (https://, ssh://, or user@host:), else None.
-
-    An origin on another host (GitLab, Bitbucket, a plain git server) is not GitHub: reading
-    a same-named repository there would count someone else's pull requests."""
-    if not origin_url:
-        return None
-    match = _REMOTE.match(origin_url.strip())
-    if match is None:
-        return None
-    host = (match.group("h1") or match.group("h2") or match.group("h3")).lower()
-    if host not in github_hosts():
-        return None
-    return f"{match.group('owner')}/{match.group('name')}"
-
-
-def configured_repository(read_origin_url: Callable[[], str | None]) -> str | None:
-    """`GITHUB_REPOSITORY`, else the origin's repository on GitHub (read only when needed)."""
-    explicit = os.environ.get("GITHUB_REPOSITORY", "").strip()
-    if explicit:
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", explicit):
-            raise StateError(
-                "github-not-configured", f"GITHUB_REPOSITORY must be owner/name, got {explicit!r}"
-            )
-        return explicit
-    return repository_from(read_origin_url())
-
 
 NOT_CONFIGURED = "needs a GitHub repository: set GITHUB_REPOSITORY or an origin on GitHub"
 

@@ -32,7 +32,6 @@ from typing import Any, TypeVar
 from registry.errors import RetryableError, Rewrite, StateError
 from registry.redact import gh_auth_token
 from registry.timeutil import seconds_from_env
-from unitmgr import git
 from unitmgr.forge import (
     FAILED_CONCLUSIONS,
     SATISFYING_REASONS,
@@ -45,7 +44,6 @@ from unitmgr.forge import (
     RequiredCheck,
     RequiredChecks,
     Review,
-    configured_repository,
     unknown_dependency,
 )
 from unitmgr.workspace import Workspace
@@ -96,9 +94,12 @@ class GitHubRefused(StateError):
 
 
 def open_forge(workspace: Workspace) -> GitHubForge | None:
-    """The repository's forge, or None when GitHub is not configured for it."""
-    repository = configured_repository(lambda: git.remote_url(workspace.toplevel))
-    return GitHubForge(repository) if repository else None
+    """The repository's forge, or None when GitHub is not configured for it (the callers that
+    do not need this module otherwise use unitmgr/github_remote.py's, which imports it only
+    for a repository on GitHub)."""
+    from unitmgr import github_remote
+
+    return github_remote.open_forge(workspace)
 
 
 def _header(headers: Any, name: str) -> str | None:

@@ -236,7 +236,40 @@ class RepositoryPaths:
         self.common_git_dir = common_git_dir
 
 
+# `resolve_repository`'s answers kept while `resolving_once` runs, by the exact argument.
+_ONCE: dict[str, RepositoryPaths | None] = {}
+
+
+class resolving_once:
+    """Within the block, `resolve_repository(repo)` — that exact argument only — answers from
+    its first success: a writing command checks the config audit, then opens its workspace, and
+    the repository it names does not move in between (one `git rev-parse`, not two; SPEC 7).
+    A refusal is never kept; leaving the block forgets the answer."""
+
+    def __init__(self, repo: str | Path) -> None:
+        self.key = str(repo)
+
+    def __enter__(self) -> None:
+        self.owner = self.key not in _ONCE  # a nested block leaves the outer one's answer
+        if self.owner:
+            _ONCE[self.key] = None
+
+    def __exit__(self, *exc: object) -> None:
+        if self.owner:
+            _ONCE.pop(self.key, None)
+
+
 def resolve_repository(repo: str | Path) -> RepositoryPaths:
+    kept = _ONCE.get(str(repo))
+    if kept is not None:
+        return kept
+    found = _resolve_repository(repo)
+    if str(repo) in _ONCE:
+        _ONCE[str(repo)] = found
+    return found
+
+
+def _resolve_repository(repo: str | Path) -> RepositoryPaths:
     path = Path(repo).expanduser()
     path = path if path.is_absolute() else Path.cwd() / path
     if not path.is_dir():

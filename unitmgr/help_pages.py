@@ -432,11 +432,11 @@ PAGES: dict[str, str] = {
         "  --since ISO             Only events at or after this time.\n"
         "  --follow                Keep printing new events (one per line) until\n"
         "                          Ctrl-C.\n"
-        "  --format json|table     json (default) or table.  [default: json]\n"
         "  --repo PATH             The repository (default: current directory).\n"
         "                          [default: .]\n"
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
         "                          [default: 30]\n"
+        "  --format json|table     json (default) or table.  [default: json]\n"
         "  -h, --help              Show this message and exit.\n"
     ),
     "path": (
@@ -733,16 +733,16 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
  'log': {'options': {'--unit': ['unit', 'value'],
                      '--since': ['since', 'value'],
                      '--follow': ['follow', 'flag'],
-                     '--format': ['output_format', 'value'],
                      '--repo': ['repo', 'value'],
-                     '--lock-timeout': ['lock_timeout', 'value']},
+                     '--lock-timeout': ['lock_timeout', 'value'],
+                     '--format': ['output_format', 'value']},
          'arguments': [],
          'defaults': {'unit': None,
                       'since': None,
                       'follow': False,
-                      'output_format': 'json',
                       'repo': '.',
-                      'lock_timeout': '30'},
+                      'lock_timeout': '30',
+                      'output_format': 'json'},
          'required': []},
  'path': {'options': {'--repo': ['repo', 'value'], '--lock-timeout': ['lock_timeout', 'value']},
           'arguments': ['unit'],

@@ -1,32 +1,21 @@
 """Every `unit` command's options, declared once: name, flag, default and help.
 
-A command module (unitmgr/commands/) builds its Typer signature from these dataclasses, and the
-lifecycle or view it calls receives the same dataclass, so an option is added in one place. The
+A command module (unitmgr/commands/) builds its Typer signature from these classes, and the
+lifecycle or view it calls receives the same object, so an option is added in one place. The
 values are the command line's raw strings: the lifecycle validates them (SPEC 3.0 refusals).
 
 This module must stay light (imported at every start) and know no Typer: the flag and help
-text travel as field metadata.
+text travel as each field's metadata. The classes are frozen keyword-only records built by
+unitmgr/option_fields.py, not by `dataclasses` (SPEC 7 start-up); mypy sees frozen dataclasses.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from unitmgr.option_fields import Field, declared, option, repeatable, required
 
-
-def option(flag: str, help: str, default: Any = None, metavar: str | None = None) -> Any:
-    """A field that is the command-line option `flag`; `metavar` says what its value is (`ID`,
-    `PATH`, ...) in `--help`, and a flag (a bool default) has none."""
-    return field(default=default, metadata={"flag": flag, "help": help, "metavar": metavar})
-
-
-def repeatable(flag: str, help: str, metavar: str) -> Any:
-    """A field that is the repeatable option `flag` (a list, empty when not given)."""
-    return field(default_factory=list, metadata={"flag": flag, "help": help, "metavar": metavar})
-
-
-def required(flag: str, help: str, metavar: str) -> Any:
-    return field(metadata={"flag": flag, "help": help, "metavar": metavar})
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 LOCK_TIMEOUT_HELP = "Seconds to wait for locks (0 = do not wait)."
@@ -62,7 +51,7 @@ MAX_HELD_HELP = (
 )
 
 
-@dataclass(frozen=True)
+@declared
 class CreateOptions:
     # Checked by the command, not Typer, so one refusal names every missing option (SPEC 3.3).
     unit: str | None = option(
@@ -108,7 +97,7 @@ class CreateOptions:
         "unit (or --task).",
         metavar="FILE",
     )
-    paths: list[str] = repeatable(  # noqa: RUF009
+    paths: list[str] = repeatable(
         "--paths", "A glob the unit may write (repeatable; replaces config paths).", "GLOB"
     )
     model: str | None = option(
@@ -136,7 +125,7 @@ class CreateOptions:
     dry_run: bool = _dry_run()
 
 
-@dataclass(frozen=True)
+@declared
 class DismantleOptions:
     unit: str = required("--unit", UNIT_HELP, "ID")
     force: str | None = option(
@@ -146,7 +135,7 @@ class DismantleOptions:
     dry_run: bool = _dry_run()
 
 
-@dataclass(frozen=True)
+@declared
 class RestaffOptions:
     unit: str = required("--unit", UNIT_HELP, "ID")
     lead: str | None = option("--lead", "Must equal the recorded lead. Required.", metavar="LEAD")
@@ -161,7 +150,7 @@ class RestaffOptions:
     dry_run: bool = _dry_run()
 
 
-@dataclass(frozen=True)
+@declared
 class CancelOptions:
     unit: str = required("--unit", UNIT_HELP, "ID")
     reason: str | None = option(
@@ -171,7 +160,7 @@ class CancelOptions:
     dry_run: bool = _dry_run()
 
 
-@dataclass(frozen=True)
+@declared
 class AddendumOptions:
     unit: str = required("--unit", UNIT_HELP, "ID")
     text: str | None = option("--text", "The addendum text (or --file).", metavar="TEXT")
@@ -184,7 +173,7 @@ class AddendumOptions:
     dry_run: bool = _dry_run()
 
 
-@dataclass(frozen=True)
+@declared
 class ScopeOptions:
     unit: str = required("--unit", UNIT_HELP, "ID")
     approve: bool = option("--approve", "Record the scope approval.", False)
@@ -193,7 +182,7 @@ class ScopeOptions:
     dry_run: bool = _dry_run()
 
 
-@dataclass(frozen=True)
+@declared
 class VerifyOptions:
     unit: str = required("--unit", UNIT_HELP, "ID")
     validation: str | None = option(
@@ -206,7 +195,7 @@ class VerifyOptions:
     dry_run: bool = _dry_run()
 
 
-@dataclass(frozen=True)
+@declared
 class MergeOptions:
     unit: str = required("--unit", UNIT_HELP, "ID")
     head: str | None = option(
@@ -217,9 +206,9 @@ class MergeOptions:
     dry_run: bool = _dry_run()
 
 
-@dataclass(frozen=True)
+@declared
 class WaitOptions:
-    units: list[str] = repeatable(  # noqa: RUF009
+    units: list[str] = repeatable(
         "--unit", "A unit to wait for (repeatable; default: every unit).", "ID"
     )
     since: str | None = option(
@@ -228,7 +217,7 @@ class WaitOptions:
     timeout_min: str = option("--timeout-min", "Give up after this long.", "30", "MINUTES")
 
 
-@dataclass(frozen=True)
+@declared
 class TailOptions:
     unit: str = required("--unit", UNIT_HELP, "ID")
     seq: str | None = option(
@@ -238,7 +227,7 @@ class TailOptions:
     raw: bool = option("--raw", "The transcript's (redacted) bytes, not rendered.", False)
 
 
-@dataclass(frozen=True)
+@declared
 class IntakeOptions:
     label: str | None = option("--label", "The ready-issue label. Required.", metavar="LABEL")
     milestone: str | None = option(
@@ -249,7 +238,7 @@ class IntakeOptions:
     limit: str = option("--limit", "Read at most this many issues.", "30", "N")
 
 
-@dataclass(frozen=True)
+@declared
 class ConfigOptions:
     """`unit config` reads; `--approve` (with `--dry-run`) records the configured commands."""
 
@@ -261,7 +250,7 @@ class ConfigOptions:
     dry_run: bool = _dry_run()
 
 
-@dataclass(frozen=True)
+@declared
 class DoctorOptions:
     """`unit doctor` (SPEC 8's config audit): what in the repository can make git run something."""
 
@@ -275,7 +264,7 @@ class DoctorOptions:
 # -- unit feedback (SPEC 3.17) -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@declared
 class FeedbackOptions:
     unit: str | None = option("--unit", "The unit (or --all).", metavar="ID")
     all: bool = option("--all", "Every recorded unit (or --unit).", False)
@@ -298,27 +287,27 @@ class FeedbackOptions:
 # unitmgr/entry.py runs them without Typer, SPEC 7) ---------------------------------------------
 
 
-@dataclass(frozen=True)
+@declared
 class StatusOptions:
     unit: str | None = option("--unit", "One unit, read and brought up to date.", metavar="ID")
     all_units: bool = option("--all", "Every unit, lock-free, offline.", False)
     lock_timeout: str = _lock_timeout()
 
 
-@dataclass(frozen=True)
+@declared
 class ListOptions:
     prs: bool = option("--prs", "Also read each branch's PRs.", False)
     lock_timeout: str = _lock_timeout()
 
 
-@dataclass(frozen=True)
+@declared
 class WatchOptions:
     interval: float = option("--interval", "Seconds between redraws.", 3.0, "SECONDS")
     once: bool = option("--once", "Draw one frame and exit.", False)
     lock_timeout: str = _lock_timeout()
 
 
-@dataclass(frozen=True)
+@declared
 class ServeOptions:
     host: str = option(
         "--host", "Address to listen on; off loopback it needs UNITMGR_SERVE_TOKEN.", "127.0.0.1",
@@ -334,15 +323,39 @@ class ServeOptions:
 
 def argument(help: str, metavar: str) -> Any:
     """A field that is a required positional argument (`unit path ID`)."""
-    return field(metadata={"flag": None, "help": help, "metavar": metavar, "argument": True})
+    return Field({"flag": None, "help": help, "metavar": metavar, "argument": True})
 
 
-@dataclass(frozen=True)
+@declared
 class PathOptions:
     unit: str = argument("The unit id.", "ID")
     lock_timeout: str = _lock_timeout()
 
 
-@dataclass(frozen=True)
+@declared
 class ShellInitOptions:
     shell: str = argument("bash, zsh or fish.", "SHELL")
+
+
+# -- old archives and the event log (SPEC 3.18) -----------------------------------------------
+
+
+@declared
+class PruneOptions:
+    older_than: str = option(
+        "--older-than",
+        "Remove archives older than this: a number and s, m, h, d or w.",
+        "30d",
+        "DURATION",
+    )
+    dry_run: bool = option("--dry-run", "List what would go; remove nothing.", False)
+    lock_timeout: str = _lock_timeout()
+
+
+@declared
+class LogOptions:
+    unit: str | None = option("--unit", "Only this unit's events.", metavar="ID")
+    since: str | None = option("--since", "Only events at or after this time.", metavar="ISO")
+    follow: bool = option(
+        "--follow", "Keep printing new events (one per line) until Ctrl-C.", False
+    )

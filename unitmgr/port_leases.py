@@ -19,7 +19,6 @@ bind test is a few microseconds per candidate, so it may run under the registry 
 from __future__ import annotations
 
 import errno
-import hashlib
 import re
 import socket
 from collections.abc import Iterable
@@ -27,6 +26,7 @@ from collections.abc import Iterable
 from registry.environment import child_environment
 from registry.errors import Rewrite, StateError, UsageError
 from registry.records import MAX_PORTS, UnitRecord
+from registry.userdirs import sha256  # not hashlib: its OpenSSL costs start-up (SPEC 7)
 
 VARIABLES = ("UNIT_PORT", "UNIT_PORTS")
 
@@ -57,7 +57,7 @@ def lease(unit_id: str, wanted: int, port_range: tuple[int, int], taken: set[int
         return []
     low, high = port_range
     size = high - low + 1
-    start = int.from_bytes(hashlib.sha256(unit_id.encode()).digest()[:8], "big") % size
+    start = int.from_bytes(sha256(unit_id.encode()).digest()[:8], "big") % size
     chosen: list[int] = []
     busy: list[int] = []
     for offset in range(size):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -136,6 +135,8 @@ class Partner(ABC):
         """The executable: `UNITMGR_<PARTNER>_BIN`, else `binary_name` found on PATH."""
         variable = self.bin_variable()
         override = os.environ.get(variable, "").strip()
+        import shutil  # with its archive modules, only when a partner's binary is looked up
+
         found = shutil.which(override or self.binary_name)
         if found is None:
             raise UsageError(

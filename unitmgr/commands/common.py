@@ -1,5 +1,6 @@
 """What every `unit` command module shares: the common options, and `declare`, which turns an
-options dataclass (unitmgr/options.py) into the command that fills it.
+options class (unitmgr/options.py, built by unitmgr/option_fields.py) into the command that
+fills it.
 
 A command parses, calls one lifecycle (or view) function, and renders; it does no git, GitHub or
 registry I/O itself, and imports what it calls inside its function so start-up stays light.
@@ -13,13 +14,16 @@ the `Repo`, `LockTimeout`, `Format` option types a command declaring its own sig
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-from typing import Any
-
 from registry.output import Rendered
+from unitmgr.option_fields import MISSING, Field, fields
 
-Result = dict[str, Any] | Rendered
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+# "Any" quoted: the alias is built at run time without importing typing.
+Result = dict[str, "Any"] | Rendered
 
 REPO = ("--repo", "The repository (default: current directory).", "PATH")
 LOCK_TIMEOUT = ("--lock-timeout", "Seconds to wait for locks (0 = do not wait).", "SECONDS")
@@ -55,7 +59,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _parameter(item: dataclasses.Field[Any], annotation: Any) -> Any:
+def _parameter(item: Field, annotation: Any) -> Any:
     import inspect
     from typing import Annotated
 
@@ -71,9 +75,9 @@ def _parameter(item: dataclasses.Field[Any], annotation: Any) -> Any:
     else:
         complete = completion.for_flag(flag)
         declared = typer.Option(flag, help=help_text, metavar=metavar, autocompletion=complete)
-    if item.default_factory is not dataclasses.MISSING:
+    if item.default_factory is not MISSING:
         annotation, default = annotation | None, None  # Typer gives None for an absent list
-    elif item.default is not dataclasses.MISSING:
+    elif item.default is not MISSING:
         default = item.default
     return inspect.Parameter(
         item.name,
@@ -84,7 +88,7 @@ def _parameter(item: dataclasses.Field[Any], annotation: Any) -> Any:
 
 
 class Declared:
-    """A command declared by its options dataclass: `invoke` runs it from the keyword arguments
+    """A command declared by its options class: `invoke` runs it from the keyword arguments
     the Typer command would get (unitmgr/entry.py calls it without Typer), `typer_command`
     builds that Typer command."""
 
@@ -114,8 +118,8 @@ class Declared:
             from unitmgr.quick_reads import output_format
 
             extra["output_format"] = output_format(given.pop("output_format"))
-        for item in dataclasses.fields(self.options_type):
-            if item.default_factory is not dataclasses.MISSING:
+        for item in fields(self.options_type):
+            if item.default_factory is not MISSING:
                 given[item.name] = list(given[item.name] or [])
         return self.call(repo, self.options_type(**given), **extra)
 
@@ -129,15 +133,15 @@ class Declared:
 
         types = typer_types()
         hints = typing.get_type_hints(self.options_type)
-        fields = dataclasses.fields(self.options_type)
-        parameters = [_parameter(item, hints[item.name]) for item in fields]
+        declared_fields = fields(self.options_type)
+        parameters = [_parameter(item, hints[item.name]) for item in declared_fields]
         leading = [("repo", ".", types["Repo"])]
         if self.lock_free:
             leading.append(("lock_timeout", "30", types["LockTimeout"]))
         trailing = [("output_format", "json", types["Format"])] if self.formats else []
         # `--repo` comes before the options every command shares, as `--help` has always listed
         # it, and `--format` after them.
-        names = [item.name for item in fields]
+        names = [item.name for item in declared_fields]
         at = names.index("lock_timeout") if "lock_timeout" in names else len(names)
 
         def declared(name: str, default: str, hint: Any) -> inspect.Parameter:

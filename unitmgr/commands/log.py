@@ -2,39 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-import typer
-
-from registry.output import Rendered
-from unitmgr.commands.common import Format, LockTimeout, Repo
+from unitmgr.commands.common import Result, declare
+from unitmgr.options import LogOptions
 
 
-def command(
-    unit: Annotated[
-        str | None, typer.Option("--unit", help="Only this unit's events.", metavar="ID")
-    ] = None,
-    since: Annotated[
-        str | None,
-        typer.Option("--since", help="Only events at or after this time.", metavar="ISO"),
-    ] = None,
-    follow: Annotated[
-        bool,
-        typer.Option("--follow", help="Keep printing new events (one per line) until Ctrl-C."),
-    ] = False,
-    output_format: Format = "json",
-    repo: Repo = ".",
-    lock_timeout: LockTimeout = "30",
-) -> dict[str, Any] | Rendered:
-    """The event log, one line per event; --follow for new ones."""
-    from unitmgr import quick_reads
+def _log(repo: str, options: LogOptions, *, output_format: str) -> Result:
     from unitmgr.views import event_log
 
-    quick_reads.lock_free(lock_timeout)
     return event_log.run(
         repo,
-        unit=unit,
-        since=since,
-        follow=follow,
-        output_format=quick_reads.output_format(output_format),
+        unit=options.unit,
+        since=options.since,
+        follow=options.follow,
+        output_format=output_format,
     )
+
+
+command = declare(
+    LogOptions,
+    _log,
+    help_text="The event log, one line per event; --follow for new ones.",
+    lock_free=True,
+    formats=True,
+)

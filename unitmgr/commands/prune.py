@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-import typer
-
-from unitmgr.commands.common import LockTimeout, Repo
+from unitmgr.commands.common import Result, declare
+from unitmgr.options import PruneOptions
 
 
-def command(
-    older_than: Annotated[
-        str,
-        typer.Option(
-            "--older-than",
-            help="Remove archives older than this: a number and s, m, h, d or w.",
-            metavar="DURATION",
-        ),
-    ] = "30d",
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List what would go; remove nothing.")
-    ] = False,
-    repo: Repo = ".",
-    lock_timeout: LockTimeout = "30",
-) -> dict[str, Any]:
-    """Remove old archives, never a recorded unit's."""
+def _prune(repo: str, options: PruneOptions) -> Result:
     from unitmgr.lifecycle import prune
 
-    return prune.run(repo, older_than=older_than, dry_run=dry_run, lock_timeout=lock_timeout)
+    return prune.run(
+        repo,
+        older_than=options.older_than,
+        dry_run=options.dry_run,
+        lock_timeout=options.lock_timeout,
+    )
+
+
+command = declare(PruneOptions, _prune, help_text="Remove old archives, never a recorded unit's.")

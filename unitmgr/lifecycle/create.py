@@ -33,7 +33,7 @@ from unitmgr import admission, config_trust, git, notify, port_leases, validatio
 from unitmgr.admission import Base, admit, check_conflicts, resolve_base
 from unitmgr.config import load_config
 from unitmgr.forge import PullRequest
-from unitmgr.forge_github import open_forge
+from unitmgr.github_remote import open_forge
 from unitmgr.lifecycle.create_request import (
     Request,
     command_label,

@@ -9,7 +9,6 @@ missing options at once) must agree; the option table and the rendering are the 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shlex
@@ -32,7 +31,7 @@ from registry.locks import Deadline
 from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
 from registry.redact import redact
 from registry.timeutil import iso_z
-from unitmgr import config_trust, git, port_leases, validation
+from unitmgr import config_trust, git, option_fields, port_leases, validation
 from unitmgr.admission import Base
 from unitmgr.config import COMMAND_KEYS, ProjectConfig, flag_or_config, port_range
 from unitmgr.options import CreateOptions
@@ -96,9 +95,9 @@ def command_label(unit_id: str) -> str:
 STDIN = "-"  # `--task-file -`: the task on standard input, bounded like a file (SPEC 3.3, 8)
 # What stands for a missing option in the `next` command, where its metavar would not say it.
 PLACEHOLDERS = {"--model": "<COMMAND>"}
-FLAG_ORDER = tuple(item.metadata["flag"] for item in dataclasses.fields(CreateOptions))
+FLAG_ORDER = tuple(item.metadata["flag"] for item in option_fields.fields(CreateOptions))
 BOOLEAN_FLAGS = tuple(
-    item.metadata["flag"] for item in dataclasses.fields(CreateOptions) if item.default is False
+    item.metadata["flag"] for item in option_fields.fields(CreateOptions) if item.default is False
 )
 
 
@@ -361,7 +360,7 @@ def _words(options: CreateOptions) -> tuple[tuple[str, str], ...]:
     """Every option given, in `--help` order, as (flag, value) ('' for a flag without value),
     with a relative `--worktree` resolved as the create resolves it."""
     words: list[tuple[str, str]] = []
-    for item in dataclasses.fields(CreateOptions):
+    for item in option_fields.fields(CreateOptions):
         flag, value = item.metadata["flag"], getattr(options, item.name)
         if value is None or value is False or (flag == "--lock-timeout" and value == "30"):
             continue
@@ -392,7 +391,7 @@ def _missing_options(
     each (quoted, so the line still pastes), in the order `--help` lists the options."""
     metavars = {
         item.metadata["flag"]: f"<{item.metadata['metavar']}>"
-        for item in dataclasses.fields(CreateOptions)
+        for item in option_fields.fields(CreateOptions)
     }
     given = [(flag, value) for flag, value in words if flag not in missing]
     placeholders = [(flag, PLACEHOLDERS.get(flag, metavars[flag])) for flag in missing]

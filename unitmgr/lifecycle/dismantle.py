@@ -39,7 +39,7 @@ from registry.store import UnreadableRecord
 from unitmgr import git, notify, validation
 from unitmgr.admission import merged_since_created
 from unitmgr.forge import PullRequest
-from unitmgr.forge_github import open_forge
+from unitmgr.github_remote import open_forge
 from unitmgr.lifecycle.archive import archive_pair_state, new_archive_dir
 from unitmgr.lifecycle.discard_saves import save_discarded
 from unitmgr.lifecycle.dismantle_plan import UNTRUSTED_SKIP, named_targets, plan

@@ -7,7 +7,6 @@ changed it, and is never overwritten then.
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 from pathlib import Path
 
@@ -16,13 +15,14 @@ from registry.atomic import write_text_atomic
 from registry.errors import StateError
 from registry.output import progress
 from registry.records import MAX_RECORD_BYTES, UnitRecord
+from registry.userdirs import sha256  # not hashlib: its OpenSSL costs start-up (SPEC 7)
 
 HEADER = "\n## Addendum — {at}\n"
 ADDENDUM_MARKER = HEADER.split("{at}", maxsplit=1)[0]
 
 
 def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256(text.encode("utf-8")).hexdigest()
 
 
 def block(at: str, text: str) -> str:

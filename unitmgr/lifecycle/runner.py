@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 from registry.errors import StateError, ToolError, UsageError, marking_dry_run
 from registry.redact import redact
+from unitmgr import git
 from unitmgr.lifecycle.journal import Journal, StepOutcome
 
 Handler = Callable[[StepOutcome], None]
@@ -146,7 +147,7 @@ def dry_run_aware(command: Command[Options]) -> Command[Options]:
 
     @functools.wraps(command)
     def run(repo: str, options: Options) -> dict[str, Any]:
-        with marking_dry_run(options.dry_run):
+        with marking_dry_run(options.dry_run), git.resolving_once(repo):
             first_use = None
             if _writes(options):
                 from unitmgr import config_audit

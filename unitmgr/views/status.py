@@ -124,7 +124,7 @@ def read_unit(repo: str, unit: str) -> UnitStatus:
     record = workspace.read_record(unit_id)
     if record is None:
         raise StateError("no-such-unit", f"unit {unit_id} is not recorded")
-    from unitmgr.forge_github import open_forge  # a unit to describe: only now (SPEC 7)
+    from unitmgr.github_remote import open_forge  # GitHub's adapter only for a repo on it
 
     rows = worktree_rows(workspace)
     forge = open_forge(workspace)
