@@ -15,7 +15,9 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, TypeVar
+
+    _Record = TypeVar("_Record")
 
 
 class _Missing:
@@ -113,6 +115,12 @@ def fields(cls: type[Any]) -> tuple[Field, ...]:
     """The fields of an options class, in declaration order."""
     found: tuple[Field, ...] = cls.__options_fields__
     return found
+
+
+def replace(record: _Record, **changes: Any) -> _Record:
+    """A copy of the options `record` with `changes` (as `dataclasses.replace`)."""
+    values = {item.name: getattr(record, item.name) for item in fields(type(record))}
+    return type(record)(**{**values, **changes})
 
 
 def option(flag: str, help: str, default: Any = None, metavar: str | None = None) -> Any:

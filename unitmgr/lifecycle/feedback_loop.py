@@ -16,7 +16,6 @@ lowers it, for tests) to 86400.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -28,6 +27,7 @@ from typing import Any
 from registry.errors import Interrupted, Rewrite, ToolError, UsageError
 from registry.output import Rendered, write_text
 from registry.timeutil import iso_z
+from unitmgr import option_fields
 from unitmgr.options import FeedbackOptions
 
 MAX_EVERY = 86400
@@ -118,7 +118,7 @@ def run(repo: str, options: FeedbackOptions) -> Rendered:
 def _loop(repo: str, options: FeedbackOptions, seconds: int, progress: dict[str, Any]) -> Rendered:
     from unitmgr.lifecycle import feedback
 
-    once = dataclasses.replace(options, every=None)
+    once = option_fields.replace(options, every=None)
     while True:
         progress["rounds"] += 1
         progress["between"] = False
