@@ -1,4 +1,4 @@
-"""The turn runner's contract (`pair.runner.TurnRunner`), written against the interface only.
+"""The turn runner's contract (`pair.runners.base.TurnRunner`), written against the interface only.
 
 The `harness` fixture yields a runner and what only its own machine can do (see whether a process
 there is alive, open a gate file the turn polls, lose the process that would write the receipt);
@@ -27,10 +27,10 @@ import pytest
 from pair.bootstrap import grant_bootstrap
 from pair.commands.send import grant_turn
 from pair.errors import StateError
-from pair.local_runner import LocalRunner
 from pair.partners.base import TurnRequest
 from pair.paths import PairPaths, state_dir_for
-from pair.runner import BootstrapTurn, Liveness, TurnRunner, TurnStart
+from pair.runners.base import BootstrapTurn, Liveness, TurnRunner, TurnStart
+from pair.runners.local import LocalRunner
 from pair.state import release_owned_marker
 from tests.conftest import Sandbox, git, wait_until
 from tests.test_pair import init_script
@@ -263,8 +263,8 @@ def _alive(pid: int) -> bool:
 def test_status_reads_files_and_never_loads_a_runner() -> None:
     code = (
         "import sys; import pair.commands.status\n"
-        "loaded = sorted(m for m in ('pair.runner', 'pair.local_runner', 'pair.launch',"
-        " 'pair.supervisor') if m in sys.modules)\n"
+        "loaded = sorted(m for m in ('pair.runners', 'pair.runners.local', 'pair.runners.ray',"
+        " 'ray', 'pair.launch', 'pair.supervisor') if m in sys.modules)\n"
         "assert not loaded, loaded\n"
     )
     root = Path(__file__).resolve().parent.parent
@@ -272,7 +272,15 @@ def test_status_reads_files_and_never_loads_a_runner() -> None:
 
 
 # Modules through which a command would reach a turn's processes behind the runner's back.
-BEHIND_THE_SEAM = {"pair.local_runner", "pair.launch", "pair.supervisor", "pair.reaper"}
+BEHIND_THE_SEAM = {
+    "pair.runners.local",
+    "pair.runners.ray",
+    "pair.runners.ray_node",
+    "pair.launch",
+    "pair.supervisor",
+    "pair.reaper",
+    "ray",
+}
 PROCESS_CONTROL = {"signal", "subprocess"}
 
 
@@ -292,4 +300,4 @@ def test_commands_reach_a_turn_only_through_the_runner() -> None:
             else:
                 continue
             bad = names & (BEHIND_THE_SEAM | PROCESS_CONTROL | {"pair.turn.run_turn"})
-            assert not bad, f"{path.relative_to(root)} imports {sorted(bad)}: ask pair.runner"
+            assert not bad, f"{path.relative_to(root)} imports {sorted(bad)}: ask pair.runners"

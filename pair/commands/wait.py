@@ -12,7 +12,7 @@ from pair.commands.shared import WAIT_POLL_SECONDS, locate_paths, parse_minutes,
 from pair.errors import UsageError
 from pair.paths import PairPaths
 from pair.receipts import failure_fields
-from pair.runner import runner_for
+from pair.runners import runner_for
 from pair.state import (
     MarkerUnreadable,
     load_session,
