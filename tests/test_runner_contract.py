@@ -2,8 +2,11 @@
 
 The `harness` fixture yields a runner and what only its own machine can do (see whether a process
 there is alive, open a gate file the turn polls, lose the process that would write the receipt);
-`LocalRunner` is its one parametrization. A second runner (a Ray actor per unit) adds a
-parametrization and must pass these tests unchanged.
+it is parametrized over `LocalRunner` and `RayRunner` (SPEC 4.3: a unit's actor on the second
+node of a real two-node `ray.cluster_utils.Cluster`, started once for the module,
+tests/ray_cluster.py), and both pass these tests unchanged. The Ray runner's own failure cases
+(a node killed mid-turn, a stale epoch's bundle, a lead supervisor killed and re-attached) follow
+at the end; they run on one xdist worker (`xdist_group`), so the cluster starts once.
 
 Each turn's work is the shell script in its body: the pair's script partner runs
 `sed 1,2d | sh` (the prompt without its header line and the blank line after it).
@@ -32,6 +35,7 @@ from pair.paths import PairPaths, state_dir_for
 from pair.runners.base import BootstrapTurn, Liveness, TurnRunner, TurnStart
 from pair.runners.local import LocalRunner
 from pair.state import release_owned_marker
+from tests import ray_cluster
 from tests.conftest import Sandbox, git, wait_until
 from tests.test_pair import init_script
 
@@ -68,10 +72,35 @@ class Harness:
         os.killpg(running["partner_pid"], signal.SIGKILL)
 
 
-@pytest.fixture(params=["local"])
-def harness(request: pytest.FixtureRequest, sandbox: Sandbox) -> Iterator[Harness]:
-    session = init_script(sandbox, RUN_THE_BODY)
-    runner: TurnRunner = LocalRunner(Path(session["state_dir"]))
+RAY = pytest.param("ray", marks=[pytest.mark.slow, pytest.mark.xdist_group("ray")])
+RUNNERS = ["local", RAY]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[ray_cluster.RayCluster]:
+    handle = ray_cluster.start()
+    yield handle
+    ray_cluster.stop(handle)
+
+
+def ray_options(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """`pair init`'s options for the second node, with the lead's environment to reach it."""
+    handle: ray_cluster.RayCluster = request.getfixturevalue("cluster")
+    for name, value in handle.environment.items():
+        monkeypatch.setenv(name, value)
+    return ["--runner", "ray", "--node", ray_cluster.NODE, "--ray-address", handle.address]
+
+
+@pytest.fixture(params=RUNNERS)
+def harness(
+    request: pytest.FixtureRequest, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Harness]:
+    from pair.runners import runner_for
+
+    extra = ray_options(request, monkeypatch) if request.param == "ray" else []
+    session = init_script(sandbox, RUN_THE_BODY, None, *extra)
+    runner = runner_for(Path(session["state_dir"]))
+    assert type(runner).__name__ == ("RayRunner" if extra else "LocalRunner")
     yield Harness(sandbox=sandbox, runner=runner, gate_file=sandbox.root / "gate")
 
 
@@ -185,10 +214,21 @@ def _reap_when_dead(runner: TurnRunner) -> Any:
         return None
 
 
-@pytest.fixture(params=["local"])
-def fresh_runner(request: pytest.FixtureRequest, sandbox: Sandbox) -> TurnRunner:
-    """A runner for a worktree with no pair yet (what `pair init` asks to bootstrap)."""
-    return LocalRunner(state_dir_for(sandbox.repo / ".git"))
+@pytest.fixture(params=RUNNERS)
+def fresh_runner(
+    request: pytest.FixtureRequest, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> TurnRunner:
+    """A runner for a worktree with no pair yet (what `pair init` asks to bootstrap). The Ray
+    runner's bootstrap runs on the lead, in `pair init`'s foreground, as the local one does."""
+    state_dir = state_dir_for(sandbox.repo / ".git")
+    if request.param == "ray":
+        from pair.runners.choice import RunnerChoice
+        from pair.runners.ray import RayRunner
+
+        ray_options(request, monkeypatch)
+        address = request.getfixturevalue("cluster").address
+        return RayRunner(state_dir, RunnerChoice("ray", ray_cluster.NODE, address))
+    return LocalRunner(state_dir)
 
 
 def test_a_bootstrap_runs_in_the_foreground_and_names_its_partner_first(

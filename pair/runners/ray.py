@@ -115,6 +115,7 @@ class RayRunner(LocalRunner):
             turn.kind,
             turn.lease.token,
             handshake_seconds=HANDSHAKE_SECONDS,
+            fork=False,  # the supervisor becomes a Ray driver: a fresh interpreter
         )
 
     def reattach(self, seq: int) -> bool:
@@ -143,6 +144,7 @@ class RayRunner(LocalRunner):
             marker.kind,
             marker.owner_token,
             handshake_seconds=HANDSHAKE_SECONDS,
+            fork=False,  # the supervisor becomes a Ray driver: a fresh interpreter
         )
         return True
 
@@ -160,9 +162,12 @@ class RayRunner(LocalRunner):
 
 
 def _connect(choice: RunnerChoice) -> Any:
+    import signal
+
     import ray
 
     if not ray.is_initialized():
+        ours = signal.getsignal(signal.SIGTERM)
         ray.init(
             address=choice.address or "auto",
             namespace=NAMESPACE,
@@ -170,6 +175,7 @@ def _connect(choice: RunnerChoice) -> Any:
             logging_level=40,  # logging.ERROR
             include_dashboard=False,
         )
+        signal.signal(signal.SIGTERM, ours)  # a driver's own handler would end the process
     return ray
 
 
