@@ -49,6 +49,8 @@ def wait(
             return receipt
         turn = runner.probe(target)
         now = time.monotonic()
+        if turn.lost is not None and runner.reattach(target):
+            continue  # a turn on another machine outlived its lead supervisor: a new one follows
         if turn.lost is not None:
             # The supervisor writes its receipt, releases the marker and exits: it may have done
             # all three between the receipt read above and the probe. Only a dead supervisor

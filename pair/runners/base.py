@@ -164,6 +164,12 @@ class TurnRunner(Protocol):
         no process of the turn is alive; None when no such turn is in flight."""
         ...
 
+    def reattach(self, seq: int) -> bool:
+        """Give turn `seq` a new lead-side supervisor when its own died while the turn itself
+        runs on (another machine's turn, SPEC 4.3); whether one was started. A runner whose
+        turns die with their supervisor answers False."""
+        ...
+
     def reap(self) -> Reaped:
         """Release what a dead turn left (its lock); refuses `turn-in-flight` while any process
         of it lives. Afterwards nothing of the turn remains."""

@@ -176,6 +176,9 @@ class LocalRunner:
             return None
         return _await_cancel(self.paths, session, marker)
 
+    def reattach(self, seq: int) -> bool:
+        return False  # a local turn's partner dies with its supervisor (the subreaper's sweep)
+
     def reap(self) -> Reaped:
         paths = self.paths
         lock_file = str(paths.marker_file)

@@ -276,6 +276,7 @@ def drive(
                 token,
                 _spec(paths, session, marker),
                 _base_bundle(ray, handle, Path(session.worktree), marker.base_commit),
+                marker.remote_partner is not None,  # it started once: a re-attach only
             ),
             timeout=60,
         )
@@ -285,6 +286,8 @@ def drive(
             "reason": f"node-lost: could not start the turn: {error}",
             **_no(facts),
         }
+    if "lost" in started:
+        return _lost(facts, started["lost"], None)
     if "refused" in started:
         return {
             "status": "failed",

@@ -61,6 +61,7 @@ class NodeTurn:
         self.partner: dict[str, Any] | None = None
         self.result: dict[str, Any] | None = None
         self.watchdog: subprocess.Popen[bytes] | None = None
+        self.done_file = self.state_dir / f"{epoch:04d}-watchdog.done"
         self.thread = threading.Thread(target=self._run, name=f"turn-{epoch}", daemon=True)
 
     @property
@@ -173,6 +174,7 @@ class NodeTurn:
                 repr(me.create_time()),
                 self.token,
                 str(partner.pgid or partner.pid),
+                str(self.done_file),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -182,9 +184,9 @@ class NodeTurn:
         )
 
     def _stop_watchdog(self) -> None:
-        if self.watchdog is not None:
-            with contextlib.suppress(OSError):
-                self.watchdog.terminate()
+        with contextlib.suppress(OSError):
+            self.done_file.write_text("done\n")
+        if self.watchdog is not None:  # the launcher, which exits at once (the watchdog forks)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.watchdog.wait(timeout=5)
 
@@ -226,14 +228,22 @@ class UnitActor:
         return (clone / ".git").is_dir() and pair_git.rev(clone, sha) == sha
 
     def start(
-        self, epoch: int, token: str, spec: dict[str, Any], base_bundle: bytes | None
+        self,
+        epoch: int,
+        token: str,
+        spec: dict[str, Any],
+        base_bundle: bytes | None,
+        attach: bool = False,
     ) -> dict[str, Any]:
-        """Start turn `epoch` (idempotent for the same epoch and token: a re-attaching lead)."""
+        """Start turn `epoch` (idempotent for the same epoch and token: a re-attaching lead,
+        `attach`, only finds it — a turn this actor never ran is not started late)."""
         with self.lock:
             if self.turn is not None and self.turn.epoch == epoch:
                 if self.turn.token != token:
                     return {"refused": f"epoch {epoch} runs under another token"}
                 return {"started": True, "again": True}
+            if attach:
+                return {"lost": f"this node's actor never ran epoch {epoch} (at {self.epoch})"}
             if epoch <= self.epoch:
                 return {"refused": f"epoch {epoch} is stale: this node is at epoch {self.epoch}"}
             if self.turn is not None and self.turn.thread.is_alive():
@@ -297,16 +307,22 @@ class UnitActor:
 # -- the watchdog ------------------------------------------------------------------------------
 
 
-def watchdog(actor_pid: int, actor_created: float, token: str, pgid: int) -> int:
-    """Kill the turn's processes once the actor's process is gone; exit when asked (SIGTERM)."""
+def watchdog(actor_pid: int, actor_created: float, token: str, pgid: int, done: Path) -> int:
+    """Kill the turn's processes once the actor's process is gone; exit once `done` exists.
+
+    It runs as a grandchild of the actor's worker, reparented away from it: Ray kills a dying
+    worker's direct children, which would take the watchdog with it (measured)."""
     import psutil
 
     from pair.proof import TURN_TOKEN_VARIABLE
     from registry.processes import reap_processes_marked
 
+    if os.fork():
+        os._exit(0)  # the launcher: its child is nobody's child but init's (or a subreaper's)
+    os.setsid()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    while not stop.wait(WATCHDOG_POLL_SECONDS):
+    while not stop.wait(WATCHDOG_POLL_SECONDS) and not done.exists():
         try:
             alive = abs(psutil.Process(actor_pid).create_time() - actor_created) < 0.01
             alive = alive and psutil.Process(actor_pid).status() != psutil.STATUS_ZOMBIE
@@ -321,9 +337,12 @@ def watchdog(actor_pid: int, actor_created: float, token: str, pgid: int) -> int
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["watchdog"] and len(argv) == 5:
-        return watchdog(int(argv[1]), float(argv[2]), argv[3], int(argv[4]))
-    print("usage: python -m pair.runners.ray_node watchdog PID CREATED TOKEN PGID", file=sys.stderr)
+    if argv[:1] == ["watchdog"] and len(argv) == 6:
+        return watchdog(int(argv[1]), float(argv[2]), argv[3], int(argv[4]), Path(argv[5]))
+    print(
+        "usage: python -m pair.runners.ray_node watchdog PID CREATED TOKEN PGID DONE",
+        file=sys.stderr,
+    )
     return 2
 
 
