@@ -25,7 +25,6 @@ RUNNER_KINDS = ("local", "ray")
 RUNNER_FIELD = "runner"
 NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 ADDRESS = re.compile(r"^(ray://)?[A-Za-z0-9_.:\[\]-]{1,253}$")
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
 INSTALL_RAY = "pip install 'unitmgr[ray]'"
 
 
@@ -142,8 +141,15 @@ def address_host(address: str) -> str:
 def is_loopback(address: str | None) -> bool:
     if address in (None, "auto"):
         return True
-    host = address_host(str(address)).lower()
-    return host in LOOPBACK_HOSTS or host.startswith("127.")
+    import ipaddress
+
+    host = address_host(str(address)).lower().strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: whatever it resolves to, it is not proven this machine
 
 
 def token_configured(environment: dict[str, str] | None = None) -> bool:
