@@ -377,6 +377,16 @@ def test_a_killed_lead_supervisor_is_reattached(on_ray: Harness) -> None:
         lambda: b"first\n" in on_ray.runner.read_transcript(turn.seq, turn.kind).data, timeout=30
     )
     assert first and running["status"] == "running", running
+    from pair.commands.status import read_status
+
+    def heartbeat() -> dict[str, Any] | None:
+        """File-only status: where the turn runs, and the lead supervisor's heartbeat."""
+        view = read_status(state_dir_for(on_ray.sandbox.repo / ".git"))["in_flight"] or {}
+        runner = view.get("runner") or {}
+        return runner if runner.get("heartbeat_at") else None
+
+    beat = wait_until(heartbeat, timeout=30)
+    assert beat["kind"] == "ray" and beat["node"] == ray_cluster.NODE, beat
     os.kill(running["supervisor_pid"], signal.SIGKILL)
     lost = wait_until(lambda: p if (p := on_ray.runner.probe(turn.seq)).lost else None, timeout=30)
     assert lost.held
