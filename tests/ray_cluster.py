@@ -31,12 +31,16 @@ HEALTH = {
 }
 
 
+# Read at import (collection), before each test's isolated environment drops UNITMGR_* settings.
+REQUIRE_RAY = os.environ.get("UNITMGR_REQUIRE_RAY") == "1"
+
+
 def ray_or_skip() -> Any:
     """`ray`, or a skip (a failure when `UNITMGR_REQUIRE_RAY=1`, as `.ci/run` sets)."""
     try:
         import ray
     except ImportError as error:
-        if os.environ.get("UNITMGR_REQUIRE_RAY") == "1":
+        if REQUIRE_RAY:
             pytest.fail(f"UNITMGR_REQUIRE_RAY=1 but ray does not import: {error}")
         pytest.skip(f"ray is not installed ({error}): pip install -e '.[ray]' runs these")
     return ray
@@ -86,7 +90,11 @@ def start() -> RayCluster:
         **HEALTH,
     }
     with _environment(environment):  # before ray is imported: it reads RAY_AUTH_MODE once
-        ray_or_skip()
+        try:
+            ray_or_skip()
+        except BaseException:  # a skip (or the required failure): nothing left behind
+            shutil.rmtree(root, ignore_errors=True)
+            raise
         from ray.cluster_utils import Cluster
 
         cluster = Cluster(

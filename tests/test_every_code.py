@@ -711,9 +711,13 @@ def _runner_unavailable(e: Env) -> Result:
 @case("runner-untrusted")
 def _runner_untrusted(e: Env) -> Result:
     """An executor rewrites the signed runner choice in its session: nothing is contacted."""
-    assert e.pair(*SCRIPT_INIT, "--runner", "ray", "--node", "n2").code == 0
+    from pair.runners.choice import RunnerChoice, sign_choice
+
+    assert e.pair(*SCRIPT_INIT).code == 0
     session_file = e.sandbox.repo / ".git" / "pair" / "session.json"
     session = json.loads(session_file.read_text())
+    # What `pair init --runner ray --node n2` stores (signed here: the case needs no Ray).
+    session["runner"] = sign_choice(session_file.parent, RunnerChoice("ray", "n2", None))
     session["runner"]["address"] = "evil.example:6379"
     session_file.write_text(json.dumps(session))
     return send(e)

@@ -19,6 +19,7 @@ from pair.runners.choice import (
     sign_choice,
     verified_choice,
 )
+from tests import ray_cluster
 from tests.conftest import Sandbox
 from tests.test_pair import init_script
 
@@ -49,6 +50,7 @@ def test_a_signed_choice_verifies_only_where_and_as_the_lead_stored_it(sandbox: 
 
 
 def test_the_session_names_the_runner_its_turns_use(sandbox: Sandbox) -> None:
+    ray_cluster.ray_or_skip()  # `pair init --runner ray` refuses without Ray
     session = init_script(sandbox, "cat", None, "--runner", "ray", "--node", "n2")
     state_dir = Path(session["state_dir"])
     assert session_choice(state_dir) == RunnerChoice("ray", "n2", None)
