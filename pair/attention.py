@@ -18,7 +18,15 @@ if TYPE_CHECKING:
 # A reply's first line as `why`: bounded, so a reply that is one long line stays one short line.
 WHY_CHARS = 200
 HEAD_CHARS = 4096
-FAILED_STATUSES = ("failed", "empty-reply", "hang-killed", "worker-lost", "cancelled")
+FAILED_STATUSES = (
+    "failed",
+    "empty-reply",
+    "hang-killed",
+    "worker-lost",
+    "cancelled",
+    "lost",  # the node a turn ran on was lost (SPEC 4.3: `node-lost`)
+    "unknown",  # a cancel the node could not confirm (SPEC 4.3)
+)
 
 
 def first_line(text: str | None) -> str:

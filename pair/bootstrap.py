@@ -4,7 +4,7 @@ It is a read-only turn in the foreground of `init`, holding the in-flight marker
 `init`) so a concurrent or resumed init refuses and `pair clear` recovers a dead one. Its only
 purpose is a resumable session id; for Claude it also reads the model the CLI actually runs.
 Pair grants the lease, writes the prompt and judges the result here; the runner
-(`pair.runner.TurnRunner.bootstrap`) runs the partner, as it runs every other turn.
+(`pair.runners.base.TurnRunner.bootstrap`) runs the partner, as it runs every other turn.
 Files: `transcripts/0000-init.log`, `-prompt.md`, `-reply.md`.
 """
 
@@ -19,7 +19,7 @@ from pair.errors import StateError, UsageError
 from pair.models import Resolution, check_claude_family
 from pair.partners.base import Partner, TurnRequest
 from pair.paths import PairPaths
-from pair.runner import BootstrapTurn, TurnLease
+from pair.runners.base import BootstrapTurn, TurnLease
 from pair.session_trust import sign_session
 from pair.state import (
     BOOTSTRAP_KIND,
@@ -177,7 +177,7 @@ def _bootstrap(
     turn: BootstrapTurn,
     on_partner_start: Callable[[ProcessIdentity], None] | None,
 ) -> tuple[Session, dict[str, Any]]:
-    from pair.runner import runner_for
+    from pair.runners import runner_for
 
     transcript = paths.transcript_file(0, BOOTSTRAP_KIND)
     reply_file = turn.request.reply_file

@@ -63,8 +63,33 @@ def init(
         str | None,
         typer.Option("--total-min", help="The bootstrap's total budget.", metavar="MINUTES"),
     ] = None,
+    runner: Annotated[
+        str | None,
+        typer.Option(
+            "--runner", help="Where turns run: local (default) or ray.", metavar="local|ray"
+        ),
+    ] = None,
+    node: Annotated[
+        str | None,
+        typer.Option(
+            "--node", help="The Ray node (its unitmgr-node-NAME resource).", metavar="NAME"
+        ),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address", help="The cluster: ray://HOST:10001, HOST:6379, auto.", metavar="ADDR"
+        ),
+    ] = None,
 ) -> dict[str, object]:
     """Create (or resume) the pair session of this worktree."""
+    from pair.runners.choice import RunnerChoice
+
+    chosen = (
+        RunnerChoice(kind=runner or "ray", node=node, address=ray_address)
+        if runner or node or ray_address
+        else None
+    )
     return api.init(
         repo,
         partner=partner,
@@ -75,6 +100,7 @@ def init(
         role=role,
         idle_min=idle_min,
         total_min=total_min,
+        runner=chosen,
     )
 
 

@@ -253,3 +253,78 @@ def foreign_config_changes(
         ]
     accepted = config_audit.read_baseline(common_dir(git_dir))
     return config_audit.changes(before, after, accepted=accepted)
+
+
+# -- code moved by bundles (SPEC 4.3: a turn on another machine) -------------------------------
+
+
+def run(cwd: Path, *args: str) -> str:
+    """`git -C cwd args`, neutralized like every pair git call; its stdout, or `git-failed`."""
+    try:
+        completed = _git(cwd, *args)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise StateError("git-failed", f"git {args[0]} failed in {cwd}: {error}") from None
+    if completed.returncode != 0:
+        raise StateError(
+            "git-failed",
+            f"git {' '.join(args[:2])} failed in {cwd}: {completed.stderr.strip()[-400:]}",
+        )
+    return completed.stdout
+
+
+def init_repository(path: Path) -> None:
+    """An empty repository at `path` (the node's copy of a unit's worktree)."""
+    path.mkdir(parents=True, exist_ok=True)
+    run(path, "init", "-q")
+
+
+def rev(cwd: Path, name: str) -> str | None:
+    """The commit `name` names in `cwd`, or None."""
+    try:
+        completed = _git(cwd, "rev-parse", "--verify", "-q", f"{name}^{{commit}}")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = completed.stdout.strip()
+    return sha if completed.returncode == 0 and sha else None
+
+
+def set_ref(cwd: Path, ref: str, sha: str) -> None:
+    run(cwd, "update-ref", ref, sha)
+
+
+def bundle(cwd: Path, out: Path, ref: str, *excluded: str) -> bool:
+    """Write a bundle of `ref` without what `excluded` reach; False when there is nothing."""
+    try:
+        completed = _git(cwd, "bundle", "create", str(out), ref, *(f"^{sha}" for sha in excluded))
+    except (OSError, subprocess.SubprocessError) as error:
+        raise StateError("git-failed", f"git bundle failed in {cwd}: {error}") from None
+    if completed.returncode != 0:
+        if "empty bundle" in completed.stderr:
+            return False
+        raise StateError("git-failed", f"git bundle failed in {cwd}: {completed.stderr[-400:]}")
+    return True
+
+
+def fetch_bundle(cwd: Path, bundle_file: Path, source_ref: str, target_ref: str) -> None:
+    """Fetch `source_ref` of a bundle into `target_ref` (forced: the ref is the fetcher's)."""
+    run(
+        cwd, "fetch", "-q", "--no-write-fetch-head", str(bundle_file), f"+{source_ref}:{target_ref}"
+    )
+
+
+def fast_forward(worktree: Path, sha: str) -> None:
+    """Move the worktree's branch and files to `sha`, only as a fast forward."""
+    run(worktree, "merge", "-q", "--ff-only", sha)
+
+
+def reset_to(worktree: Path, sha: str, branch: str) -> None:
+    """Check `branch` out at `sha`, discarding what the worktree held (the node's copy)."""
+    run(worktree, "checkout", "-q", "-f", "-B", branch, sha)
+    run(worktree, "clean", "-q", "-f", "-d")
+
+
+def uncommitted_paths(worktree: Path, limit: int = 200) -> list[str]:
+    """The paths `git status` lists as changed or untracked (at most `limit`)."""
+    listing = run(worktree, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    entries = [entry[3:] for entry in listing.split("\0") if len(entry) > 3]
+    return entries[:limit]

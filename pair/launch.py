@@ -96,10 +96,12 @@ def _reap_finished() -> None:
 
 
 def _forks() -> bool:
-    """Whether to fork the supervisor: on Linux, single-threaded, unless told to exec."""
+    """Whether to fork the supervisor: on Linux, single-threaded, unless told to exec. A
+    process that loaded Ray's core holds native threads Python does not count: never forked."""
     return (
         sys.platform.startswith("linux")
         and threading.active_count() == 1
+        and "ray._raylet" not in sys.modules
         and os.environ.get("UNITMGR_PAIR_SUPERVISOR") != "exec"
     )
 
@@ -194,13 +196,24 @@ def _become_supervisor(
 
 
 def start_supervisor(
-    paths: PairPaths, root: Path, seq: int, kind: str, token: str
+    paths: PairPaths,
+    root: Path,
+    seq: int,
+    kind: str,
+    token: str,
+    *,
+    handshake_seconds: float = HANDSHAKE_SECONDS,
+    fork: bool = True,
 ) -> dict[str, Any]:
+    """Start the supervisor; return the running record once the partner started (a remote
+    partner, SPEC 4.3, counts: `remote_partner`) or the receipt. `handshake_seconds` is the
+    default bound (a Ray turn's: connect, place the actor, start the partner on its node);
+    `fork=False` always starts a fresh interpreter (a Ray driver must not inherit a fork)."""
     _reap_finished()
     log_file = paths.turn_file(seq, kind, "-supervisor.log")
     log_fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        start = _fork_supervisor if _forks() else _exec_supervisor
+        start = _fork_supervisor if fork and _forks() else _exec_supervisor
         supervisor = start(paths, seq, token, log_fd)
     except OSError as error:
         release_owned_marker(paths, token)
@@ -212,7 +225,7 @@ def start_supervisor(
     finally:
         os.close(log_fd)
     receipt_file = paths.turn_file(seq, kind, "-receipt.json")
-    handshake = seconds_from_env("UNITMGR_PAIR_HANDSHAKE_SECONDS", HANDSHAKE_SECONDS)
+    handshake = seconds_from_env("UNITMGR_PAIR_HANDSHAKE_SECONDS", handshake_seconds)
     deadline = time.monotonic() + handshake
     while True:
         if receipt_file.exists():
@@ -224,8 +237,9 @@ def start_supervisor(
             marker = read_marker(paths)
         except MarkerUnreadable:
             marker = None
-        if marker is not None and marker.owner_token == token and marker.partner:
-            partner = ProcessIdentity.from_json(marker.partner)
+        started = marker.partner or marker.remote_partner if marker is not None else None
+        if marker is not None and marker.owner_token == token and started:
+            partner = ProcessIdentity.from_json(started)
             return {
                 "ok": True,
                 "status": "running",

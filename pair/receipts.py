@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from pair.state import Marker, Session
 
 
+# A Ray turn's node-side outcomes (SPEC 4.3) and their codes.
+NODE_CODES = {"lost": "node-lost", "unknown": "cancel-unconfirmed"}
+
+
 def _command(*words: str) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
@@ -44,15 +48,15 @@ def failure_fields(
         step = f"sleep {pause} && {resend}"
     elif status == "hang-killed":
         step = f"{resend} --idle-min 30"
-    elif status == "cancelled":
-        step = resend
+    elif status in ("cancelled", "lost", "unknown"):
+        step = resend  # a lost node's turn: the re-send re-places the unit (SPEC 4.3)
     elif status == "worker-lost":
         step = f"{_command('pair', 'clear', '--repo', str(root))} && {resend}"
     elif status == "wait-timeout":
         step = _command("pair", "wait", "--repo", str(root), "--seq", str(seq))
     else:  # failed, empty-reply: the transcript says why (an empty reply may have used the prompt)
         step = read or resend
-    return {"code": status, "next": step}
+    return {"code": NODE_CODES.get(status, status), "next": step}
 
 
 def minimal_receipt(

@@ -63,6 +63,9 @@ class Session(Record):
     environment: dict[str, Any] | None = None
     # The lead's MAC of pair/session_trust.py's `SIGNED_SESSION_FIELDS`: {key, mac}.
     signature: dict[str, Any] | None = None
+    # Where its turns run (SPEC 4.3): `pair.runners.choice.RunnerChoice`'s JSON with the lead's
+    # MAC (`sign_choice`); None: this machine. Verified before any use (`runner-untrusted`).
+    runner: dict[str, Any] | None = None
     worktree: str
     state_dir: str
     transcripts: str
@@ -84,6 +87,11 @@ class Marker(Record):
     heavy_queue: dict[str, Any] | None = None
     cancel: dict[str, Any] | None = None  # {reason, requested_at}: `pair cancel` asked
     base_commit: str | None = None  # the worktree's HEAD when the turn was granted (the runner)
+    # A turn on another machine (SPEC 4.3): `{kind, node, actor}`, the lead supervisor's last
+    # heartbeat, and the partner as the node reported it (its pid is not this machine's).
+    runner: dict[str, Any] | None = None
+    runner_heartbeat_at: str | None = None
+    remote_partner: dict[str, Any] | None = None
 
     def identities(self) -> list[ProcessIdentity]:
         found = []

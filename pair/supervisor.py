@@ -11,7 +11,8 @@ the marker; if it is killed, `wait` reports `worker-lost` and `clear` recovers.
 SIGTERM is a cancel (`pair cancel` records its reason in the marker first): the partner's tree is
 killed and the receipt says `cancelled`.
 
-It imports neither GitPython nor PyGithub.
+It imports neither GitPython nor PyGithub. Over 400 lines by a few: the receipt's builder and
+the rate-limit reading are the supervisor's own, and the Ray runner reuses them from here.
 """
 
 from __future__ import annotations
@@ -65,14 +66,14 @@ CLAUDE_API_KEY_LIMITS = (
 )
 
 
-class _Stop:
+class Stop:
     """Set by the SIGTERM handler; the turn loop polls it (a handler must not do the work)."""
 
     signalled = False
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
-    _Stop.signalled = True
+    Stop.signalled = True
 
 
 def passed(value: str | None, argv: list[str]) -> str | None:
@@ -224,13 +225,15 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
     if owned is None:
         return EXIT_NOT_OWNER
     if owned.cancel:
-        _Stop.signalled = True  # cancelled before this supervisor took the turn
+        Stop.signalled = True  # cancelled before this supervisor took the turn
     become_subreaper()  # Linux; elsewhere the partner's group and descendants are still killed
     started_at = iso_z()
     receipt_file = paths.turn_file(seq, owned.kind, "-receipt.json")
     try:
         try:
-            receipt = run_and_account(paths, session, owned, token, me.pid, started_at)
+            # A session whose turns run on Ray (SPEC 4.3): the same receipt, from the node.
+            run = run_and_account if session.runner is None else _remote()
+            receipt = run(paths, session, owned, token, me.pid, started_at)
         except Exception as error:  # the receipt must exist whatever happened
             _print_traceback()
             # Plain values only: building the full receipt (or writing the reply) is what broke.
@@ -299,7 +302,7 @@ def run_and_account(
         update_owned_marker(paths, token, heavy_queue=queue)
 
     def stop_requested() -> str | None:
-        if not _Stop.signalled:
+        if not Stop.signalled:
             return None
         with contextlib.suppress(MarkerUnreadable):
             current = read_marker(paths)
@@ -377,6 +380,12 @@ def run_and_account(
     )
 
 
+def _remote() -> Any:
+    from pair.runners.ray import run_remote
+
+    return run_remote
+
+
 def _print_traceback() -> None:
     import traceback  # only on a failure: off the start-up path
 
@@ -384,7 +393,7 @@ def _print_traceback() -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`--state-dir D --seq N --token T`, as `send` writes them (argparse costs ~15 ms a turn)."""
+    """`--state-dir D --seq N --token T` as `send` writes them (argparse: ~15 ms a turn)."""
     options = dict(zip(argv[::2], argv[1::2], strict=False))
     try:
         state_dir, seq, token = options["--state-dir"], int(options["--seq"]), options["--token"]

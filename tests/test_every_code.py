@@ -694,6 +694,43 @@ case("first-turn-failed")(
 )
 
 
+# -- where turns run (SPEC 4.3) -------------------------------------------------------------------
+
+SCRIPT_INIT = ("init", "--partner", "script", "--model", "cat", "--role", "executor")
+case("unknown-runner")(lambda e: e.pair(*SCRIPT_INIT, "--runner", "mainframe"))
+case("invalid-node")(lambda e: e.pair(*SCRIPT_INIT, "--runner", "ray", "--node", "a node"))
+case("invalid-ray-address")(
+    lambda e: e.pair(*SCRIPT_INIT, "--runner", "ray", "--ray-address", "a b")
+)
+case("ray-auth-required")(
+    lambda e: e.pair(*SCRIPT_INIT, "--runner", "ray", "--ray-address", "10.1.2.3:6379")
+)
+
+
+@case("runner-unavailable")
+def _runner_unavailable(e: Env) -> Result:
+    """Ray not installed: a `ray` package that does not import, first on the path."""
+    shadow = e.sandbox.root / "no-ray"
+    (shadow / "ray").mkdir(parents=True)
+    (shadow / "ray" / "__init__.py").write_text("raise ImportError('no ray here')\n")
+    return e.pair(*SCRIPT_INIT, "--runner", "ray", PYTHONPATH=str(shadow))
+
+
+@case("runner-untrusted")
+def _runner_untrusted(e: Env) -> Result:
+    """An executor rewrites the signed runner choice in its session: nothing is contacted."""
+    from pair.runners.choice import RunnerChoice, sign_choice
+
+    assert e.pair(*SCRIPT_INIT).code == 0
+    session_file = e.sandbox.repo / ".git" / "pair" / "session.json"
+    session = json.loads(session_file.read_text())
+    # What `pair init --runner ray --node n2` stores (signed here: the case needs no Ray).
+    session["runner"] = sign_choice(session_file.parent, RunnerChoice("ray", "n2", None))
+    session["runner"]["address"] = "evil.example:6379"
+    session_file.write_text(json.dumps(session))
+    return send(e)
+
+
 @case("hang-killed")
 def _hang_killed(e: Env) -> Result:
     script_pair(e, "cat > /dev/null; sleep 60")
@@ -850,13 +887,14 @@ SHORT_FIXES = {
     "github-refused", "no-such-milestone", "partner-cli-unsupported", "config-invalid",
     "ports-unavailable", "unknown-kind", "unknown-role", "write-and-read-only", "missing-body",
     "no-body-file", "empty-body", "invalid-budget", "not-a-directory", "internal",
-    "record-too-new", "pair-session-unreadable",
+    "record-too-new", "pair-session-unreadable", "unknown-runner",
+    "invalid-node", "invalid-ray-address", "ray-auth-required",
 }  # fmt: skip
 BOILERPLATE = (
     "fix the cause", "then repeat", "--help lists", "repeat the command", "read reason",
     "fix the command line", "once the cause is fixed", "resend:",
 )  # fmt: skip
-SHELL_WORDS = {"unit", "pair", "git", "tail", "cd", "sleep", "mv", "npm", "ps", "cat"}
+SHELL_WORDS = {"unit", "pair", "git", "tail", "cd", "sleep", "mv", "npm", "ps", "cat", "pip"}
 ASSIGNMENT = re.compile(r"[A-Z][A-Z0-9_]*=")
 # A short fix opens with what to change: an option, a variable, a file, a config key.
 SHORT_FIX = re.compile(r"(--[a-z-]+|[A-Z][A-Z0-9_]*=|/|[a-z_.]+( =|:| in )|a bug)")

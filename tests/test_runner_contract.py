@@ -1,9 +1,12 @@
-"""The turn runner's contract (`pair.runner.TurnRunner`), written against the interface only.
+"""The turn runner's contract (`pair.runners.base.TurnRunner`), written against the interface only.
 
 The `harness` fixture yields a runner and what only its own machine can do (see whether a process
 there is alive, open a gate file the turn polls, lose the process that would write the receipt);
-`LocalRunner` is its one parametrization. A second runner (a Ray actor per unit) adds a
-parametrization and must pass these tests unchanged.
+it is parametrized over `LocalRunner` and `RayRunner` (SPEC 4.3: a unit's actor on the second
+node of a real two-node `ray.cluster_utils.Cluster`, started once for the module,
+tests/ray_cluster.py), and both pass these tests unchanged. The Ray runner's own failure cases
+(a node killed mid-turn, a stale epoch's bundle, a lead supervisor killed and re-attached) follow
+at the end. The cluster is started once per xdist worker that runs a Ray test.
 
 Each turn's work is the shell script in its body: the pair's script partner runs
 `sed 1,2d | sh` (the prompt without its header line and the blank line after it).
@@ -27,11 +30,12 @@ import pytest
 from pair.bootstrap import grant_bootstrap
 from pair.commands.send import grant_turn
 from pair.errors import StateError
-from pair.local_runner import LocalRunner
 from pair.partners.base import TurnRequest
 from pair.paths import PairPaths, state_dir_for
-from pair.runner import BootstrapTurn, Liveness, TurnRunner, TurnStart
+from pair.runners.base import BootstrapTurn, Liveness, TurnRunner, TurnStart
+from pair.runners.local import LocalRunner
 from pair.state import release_owned_marker
+from tests import ray_cluster
 from tests.conftest import Sandbox, git, wait_until
 from tests.test_pair import init_script
 
@@ -68,10 +72,35 @@ class Harness:
         os.killpg(running["partner_pid"], signal.SIGKILL)
 
 
-@pytest.fixture(params=["local"])
-def harness(request: pytest.FixtureRequest, sandbox: Sandbox) -> Iterator[Harness]:
-    session = init_script(sandbox, RUN_THE_BODY)
-    runner: TurnRunner = LocalRunner(Path(session["state_dir"]))
+RAY = pytest.param("ray", marks=pytest.mark.slow)
+RUNNERS = ["local", RAY]
+
+
+@pytest.fixture(scope="session")  # once per xdist worker
+def cluster() -> Iterator[ray_cluster.RayCluster]:
+    handle = ray_cluster.start()
+    yield handle
+    ray_cluster.stop(handle)
+
+
+def ray_options(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """`pair init`'s options for the second node, with the lead's environment to reach it."""
+    handle: ray_cluster.RayCluster = request.getfixturevalue("cluster")
+    for name, value in handle.environment.items():
+        monkeypatch.setenv(name, value)
+    return ["--runner", "ray", "--node", ray_cluster.NODE, "--ray-address", handle.address]
+
+
+@pytest.fixture(params=RUNNERS)
+def harness(
+    request: pytest.FixtureRequest, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Harness]:
+    from pair.runners import runner_for
+
+    extra = ray_options(request, monkeypatch) if request.param == "ray" else []
+    session = init_script(sandbox, RUN_THE_BODY, None, *extra)
+    runner = runner_for(Path(session["state_dir"]))
+    assert type(runner).__name__ == ("RayRunner" if extra else "LocalRunner")
     yield Harness(sandbox=sandbox, runner=runner, gate_file=sandbox.root / "gate")
 
 
@@ -185,10 +214,21 @@ def _reap_when_dead(runner: TurnRunner) -> Any:
         return None
 
 
-@pytest.fixture(params=["local"])
-def fresh_runner(request: pytest.FixtureRequest, sandbox: Sandbox) -> TurnRunner:
-    """A runner for a worktree with no pair yet (what `pair init` asks to bootstrap)."""
-    return LocalRunner(state_dir_for(sandbox.repo / ".git"))
+@pytest.fixture(params=RUNNERS)
+def fresh_runner(
+    request: pytest.FixtureRequest, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> TurnRunner:
+    """A runner for a worktree with no pair yet (what `pair init` asks to bootstrap). The Ray
+    runner's bootstrap runs on the lead, in `pair init`'s foreground, as the local one does."""
+    state_dir = state_dir_for(sandbox.repo / ".git")
+    if request.param == "ray":
+        from pair.runners.choice import RunnerChoice
+        from pair.runners.ray import RayRunner
+
+        ray_options(request, monkeypatch)
+        address = request.getfixturevalue("cluster").address
+        return RayRunner(state_dir, RunnerChoice("ray", ray_cluster.NODE, address))
+    return LocalRunner(state_dir)
 
 
 def test_a_bootstrap_runs_in_the_foreground_and_names_its_partner_first(
@@ -263,8 +303,8 @@ def _alive(pid: int) -> bool:
 def test_status_reads_files_and_never_loads_a_runner() -> None:
     code = (
         "import sys; import pair.commands.status\n"
-        "loaded = sorted(m for m in ('pair.runner', 'pair.local_runner', 'pair.launch',"
-        " 'pair.supervisor') if m in sys.modules)\n"
+        "loaded = sorted(m for m in ('pair.runners', 'pair.runners.local', 'pair.runners.ray',"
+        " 'ray', 'pair.launch', 'pair.supervisor') if m in sys.modules)\n"
         "assert not loaded, loaded\n"
     )
     root = Path(__file__).resolve().parent.parent
@@ -272,7 +312,15 @@ def test_status_reads_files_and_never_loads_a_runner() -> None:
 
 
 # Modules through which a command would reach a turn's processes behind the runner's back.
-BEHIND_THE_SEAM = {"pair.local_runner", "pair.launch", "pair.supervisor", "pair.reaper"}
+BEHIND_THE_SEAM = {
+    "pair.runners.local",
+    "pair.runners.ray",
+    "pair.runners.ray_node",
+    "pair.launch",
+    "pair.supervisor",
+    "pair.reaper",
+    "ray",
+}
 PROCESS_CONTROL = {"signal", "subprocess"}
 
 
@@ -292,4 +340,139 @@ def test_commands_reach_a_turn_only_through_the_runner() -> None:
             else:
                 continue
             bad = names & (BEHIND_THE_SEAM | PROCESS_CONTROL | {"pair.turn.run_turn"})
-            assert not bad, f"{path.relative_to(root)} imports {sorted(bad)}: ask pair.runner"
+            assert not bad, f"{path.relative_to(root)} imports {sorted(bad)}: ask pair.runners"
+
+
+# -- the Ray runner's own failures (SPEC 4.3) ------------------------------------------------------
+
+
+@pytest.fixture
+def on_ray(
+    request: pytest.FixtureRequest, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> Harness:
+    """A script pair whose turns run on the second node."""
+    from pair.runners import runner_for
+
+    session = init_script(sandbox, RUN_THE_BODY, None, *ray_options(request, monkeypatch))
+    runner = runner_for(Path(session["state_dir"]))
+    return Harness(sandbox=sandbox, runner=runner, gate_file=sandbox.root / "gate")
+
+
+COMMIT = (
+    'echo "{text}" > {name}\ngit add {name}\n'
+    'git -c user.name=n -c user.email=n@x commit -qm "{text}"\necho committed\n'
+)
+
+
+@pytest.mark.slow
+def test_a_killed_lead_supervisor_is_reattached(on_ray: Harness) -> None:
+    """The lead's supervisor dies mid-turn; the actor runs on, and `pair wait` starts a new
+    supervisor that follows the turn from the transcript's end (no byte twice) to its receipt,
+    and lands its commit."""
+    from pair import api
+
+    script = COMMIT.format(text="from the node", name="node.txt")
+    turn, running = on_ray.begin(gated("echo first", script + "echo second", on_ray.gate_file))
+    first = wait_until(
+        lambda: b"first\n" in on_ray.runner.read_transcript(turn.seq, turn.kind).data, timeout=30
+    )
+    assert first and running["status"] == "running", running
+    from pair.commands.status import read_status
+
+    def heartbeat() -> dict[str, Any] | None:
+        """File-only status: where the turn runs, and the lead supervisor's heartbeat."""
+        view = read_status(state_dir_for(on_ray.sandbox.repo / ".git"))["in_flight"] or {}
+        runner = view.get("runner") or {}
+        return runner if runner.get("heartbeat_at") else None
+
+    beat = wait_until(heartbeat, timeout=30)
+    assert beat["kind"] == "ray" and beat["node"] == ray_cluster.NODE, beat
+    os.kill(running["supervisor_pid"], signal.SIGKILL)
+    lost = wait_until(lambda: p if (p := on_ray.runner.probe(turn.seq)).lost else None, timeout=30)
+    assert lost.held
+    assert on_ray.process_alive(running["partner_pid"])  # the node's turn runs on
+    on_ray.open_gate()
+    receipt = api.wait(on_ray.sandbox.repo, seq=turn.seq, timeout_min=1)
+    assert receipt["status"] == "replied", receipt
+    assert receipt["supervisor_pid"] != running["supervisor_pid"]
+    transcript = on_ray.runner.read_transcript(turn.seq, turn.kind).data
+    assert transcript.count(b"first\n") == 1 and b"second\n" in transcript, transcript
+    commits = receipt["runner"]["commits"]
+    assert commits["fast_forwarded"] and (on_ray.sandbox.repo / "node.txt").exists(), commits
+    assert git(on_ray.sandbox.repo, "rev-parse", "HEAD").strip() == commits["head"]
+
+
+def test_a_stale_epochs_bundle_is_refused(sandbox: Sandbox) -> None:
+    """The lead lands a turn's commits only for the marker's epoch and token, and only when they
+    descend from the lease's base: a bundle from a lost node's old turn changes nothing."""
+    from pair.runners.ray import land_commits
+    from pair.runners.ray_node import OUT_REF
+    from pair.state import load_session
+
+    init_script(sandbox, RUN_THE_BODY)
+    granted = grant_turn(sandbox.repo, kind="task", body="echo x", write=True)
+    turn, paths = granted.turn, granted.paths
+    node = sandbox.root / "node"
+    git(sandbox.root, "clone", "-q", str(sandbox.repo), str(node))
+    (node / "n.txt").write_text("node work\n")
+    git(node, "add", "n.txt")
+    git(node, "-c", "user.name=n", "-c", "user.email=n@x", "commit", "-qm", "node work")
+    git(node, "update-ref", OUT_REF, "HEAD")
+    bundle_file = sandbox.root / "turn.bundle"
+    git(node, "bundle", "create", str(bundle_file), OUT_REF, f"^{turn.base_commit}")
+    data = bundle_file.read_bytes()
+    session = load_session(paths)
+    assert session is not None
+    for epoch, token in ((turn.seq - 1 or 99, turn.lease.token), (turn.seq, "not-the-token")):
+        refused = land_commits(paths, session, token, epoch, turn.base_commit, data)
+        assert "stale epoch" in refused.get("refused", ""), refused
+    refs = git(sandbox.repo, "for-each-ref", "refs/unitmgr/")
+    assert refs.strip() == "" and not (sandbox.repo / "n.txt").exists()
+    # Not descending from the base: refused too, and its ref removed again.
+    unrelated = land_commits(paths, session, turn.lease.token, turn.seq, "0" * 40, data)
+    assert "descend" in unrelated.get("refused", ""), unrelated
+    landed = land_commits(paths, session, turn.lease.token, turn.seq, turn.base_commit, data)
+    assert landed["fast_forwarded"] and (sandbox.repo / "n.txt").read_text() == "node work\n"
+    assert landed["ref"] == f"refs/unitmgr/pair/e{turn.seq}"
+    release_owned_marker(paths, turn.lease.token)
+
+
+@pytest.mark.slow
+def test_a_node_killed_mid_turn_ends_node_lost(
+    on_ray: Harness, cluster: ray_cluster.RayCluster
+) -> None:
+    """Last (it kills the second node, then brings a fresh one up): the turn ends `lost`,
+    code `node-lost`, within 20 s; the lock is released; the earlier turn's commit is intact in
+    the lead's branch; and nothing of the turn runs on — its watchdog killed it, even the part
+    that left the partner's session."""
+    earlier, _ = on_ray.begin(COMMIT.format(text="earlier", name="earlier.txt"))
+    done = receipt_of(on_ray, earlier)
+    assert done["status"] == "replied" and done["runner"]["commits"]["fast_forwarded"], done
+    head = git(on_ray.sandbox.repo, "rev-parse", "HEAD").strip()
+    turn, _ = on_ray.begin(
+        gated('setsid sleep 300 &\necho "pids $$ $!"', "echo never", on_ray.gate_file)
+    )
+
+    def pids() -> list[int] | None:
+        found = PIDS.search(on_ray.runner.read_transcript(turn.seq, turn.kind).data)
+        return [int(pid) for pid in found.group(1).split()] if found else None
+
+    processes = wait_until(pids, timeout=30)
+    assert all(on_ray.process_alive(pid) for pid in processes)
+    import time
+
+    killed_at = time.monotonic()
+    cluster.kill_node()
+    try:
+        receipt = receipt_of(on_ray, turn)
+        took = time.monotonic() - killed_at
+        assert receipt["status"] == "lost" and receipt["code"] == "node-lost", receipt
+        assert took < 20, took
+        assert receipt["next"].startswith("pair send --repo"), receipt["next"]
+        assert not on_ray.runner.probe(turn.seq).held
+        assert git(on_ray.sandbox.repo, "rev-parse", "HEAD").strip() == head
+        assert (on_ray.sandbox.repo / "earlier.txt").read_text() == "earlier\n"
+        # The watchdog's poll is 0.5 s; SPEC 4.3 allows 10 s from the actor's loss.
+        wait_until(lambda: not any(on_ray.process_alive(pid) for pid in processes), timeout=10)
+    finally:
+        cluster.add_node()

@@ -18,7 +18,7 @@ import pytest
 
 from pair import api as pair_api
 from pair.commands.send import grant_turn
-from pair.runner import runner_for
+from pair.runners import runner_for
 from tests.conftest import Sandbox
 
 

@@ -4,7 +4,8 @@ It makes a throwaway repository with a local bare origin and its own git identit
 unit with the built-in `script` partner (whose executor commits a file and pushes its branch),
 shows `unit status --all`, waits for the executor's receipt, and force-dismantles the unit. No
 network, no AI CLI. Everything runs through the real `unit` and `pair` commands, with HOME in a
-temp dir and no GitHub tokens or lead markers in their environment.
+temp dir and no GitHub tokens or lead markers in their environment. `--runner ray` runs a
+pair's turn on the second node of a local Ray cluster instead (`unitmgr.demo_ray`).
 """
 
 from __future__ import annotations
@@ -103,6 +104,10 @@ def _show(document: dict[str, Any], keys: list[str]) -> None:
 
 def main() -> int:
     keep = "--keep" in sys.argv[1:]
+    if "ray" in sys.argv[1:] and "--runner" in sys.argv[1:]:
+        from unitmgr.demo_ray import main as on_ray  # SPEC 4.3: needs `unitmgr[ray]`
+
+        return on_ray(keep)
     root = Path(tempfile.mkdtemp(prefix="unitmgr-demo-"))
     demo = Demo(root)
     repo, worktree = root / "repo", root / "hello-unit"

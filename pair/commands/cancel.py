@@ -10,7 +10,8 @@ from typing import Any
 from pair.commands.shared import locate_paths, require_session
 from pair.errors import StateError, UsageError
 from pair.paths import PairPaths
-from pair.runner import DEFAULT_CANCEL_REASON, runner_for
+from pair.runners import runner_for
+from pair.runners.base import DEFAULT_CANCEL_REASON
 from pair.state import Session
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pair.commands.shared import locate_paths
-from pair.runner import runner_for
+from pair.runners import runner_for
 
 
 def clear(repo: str | Path) -> dict[str, Any]:

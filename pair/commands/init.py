@@ -27,6 +27,7 @@ from registry.timeutil import iso_z
 if TYPE_CHECKING:
     from pair.models import Resolution
     from pair.partners.base import Partner
+    from pair.runners.choice import RunnerChoice
 
 ROLES = ("peer", "executor")
 
@@ -47,6 +48,7 @@ def init(
     unit: str | None = None,
     notify: dict[str, Any] | None = None,
     environment: dict[str, str] | None = None,
+    runner: RunnerChoice | None = None,
 ) -> dict[str, Any]:
     """Create the worktree's pair session, or resume the one already there.
 
@@ -59,6 +61,11 @@ def init(
     deliver `turn-ended` and `attention` to it; a resumed session takes the one passed now.
     `environment` holds variables every turn's partner gets (stored in the session; a resumed
     session takes the ones passed now); a name pair sets itself or a loader reads is refused.
+    `runner` (a `pair.runners.RunnerChoice`) is where its turns run (SPEC 4.3; None: this
+    machine, or a resumed session's own); it is stored signed by the lead, so a choice an
+    executor writes into the session is refused. Choosing `ray` needs Ray importable
+    (`runner-unavailable`) and, for a non-loopback address, Ray's token auth
+    (`ray-auth-required`).
     """
     from pair.bootstrap import BOOTSTRAP_IDLE_MINUTES, BOOTSTRAP_TOTAL_MINUTES, run_bootstrap
     from pair.identity import identity_home, refuse_same_cli
@@ -74,6 +81,10 @@ def init(
             f"unknown role {role!r} — use peer or executor",
             next_step="--role: peer or executor",
         )
+    if runner is not None:
+        from pair.runners import check_choice
+
+        check_choice(runner)
     lead_name = resolve_lead(lead)
     requested_identity = identity or "default"
     idle = parse_minutes(idle_min, "--idle-min") or BOOTSTRAP_IDLE_MINUTES
@@ -98,6 +109,8 @@ def init(
             changes["notify"] = notify
         if environment is not None and environment != (existing.environment or {}):
             changes["environment"] = environment
+        if runner is not None:  # the lead chose again: signed afresh, whatever was stored
+            changes["runner"] = _signed(paths, runner)
         if changes:
             existing = _store(paths, existing, changes)
         return {"ok": True, "status": "resumed", **session_view(paths, existing)}
@@ -128,6 +141,7 @@ def init(
         unit=unit,
         notify=notify,
         environment=environment or None,
+        runner=_signed(paths, runner) if runner is not None else None,
         worktree=str(root),
         state_dir=str(paths.state_dir),
         transcripts=str(paths.transcripts_dir),
@@ -152,9 +166,15 @@ def init(
     return {"ok": True, "status": "created", **session_view(paths, session), **document}
 
 
+def _signed(paths: PairPaths, runner: RunnerChoice) -> dict[str, Any] | None:
+    from pair.runners.choice import sign_choice
+
+    return sign_choice(paths.state_dir, runner)
+
+
 def _store(paths: PairPaths, session: Session, changes: dict[str, Any]) -> Session:
-    """The session with `changes` (`notify`, `environment`) saved in it, under the marker mutex
-    (a supervisor may be saving its own change to the session right now)."""
+    """The session with `changes` (`notify`, `environment`, `runner`) saved in it, under the
+    marker mutex (a supervisor may be saving its own change to the session right now)."""
     with marker_mutex(paths):
         current = load_session(paths) or session
         for name, value in changes.items():

@@ -20,16 +20,10 @@ from pair.environment import detect_lead
 from pair.errors import UsageError
 from pair.git import head_commit
 from pair.paths import PairPaths
-from pair.runner import TurnLease, TurnStart, runner_for
+from pair.runners import runner_for
+from pair.runners.base import TurnLease, TurnStart
 from pair.session_trust import require_trusted
-from pair.state import (
-    TURN_KINDS,
-    Marker,
-    Session,
-    acquire_marker,
-    crash_point,
-    save_session,
-)
+from pair.state import TURN_KINDS, Marker, Session, acquire_marker, crash_point, save_session
 from registry.atomic import ensure_private_dir, write_text_atomic
 from registry.processes import current_identity
 from registry.timeutil import iso_z
@@ -67,10 +61,12 @@ def send(
             raise UsageError(
                 "no-body-file", f"cannot read body file {body_file}: {error}"
             ) from None
+    # Chosen (and its choice verified, SPEC 4.3) before the lease: a refusal holds nothing.
+    runner = runner_for(locate_paths(repo)[1].state_dir)
     granted = grant_turn(
         repo, kind=kind, body=body, lead=lead, write=write, idle_min=idle_min, total_min=total_min
     )
-    running = runner_for(granted.paths.state_dir).start(granted.turn)
+    running = runner.start(granted.turn)
     if background:
         return running
     return wait(

@@ -141,6 +141,18 @@ def _marker_view(marker: Marker) -> dict[str, Any]:
         "supervisor_pid": supervisor.pid if supervisor else None,
         "heavy_queue": marker.heavy_queue,
         "alive": alive,
+        # A turn on another machine (SPEC 4.3), from the marker alone: never the cluster.
+        **(
+            {
+                "runner": {
+                    "kind": marker.runner.get("kind"),
+                    "node": marker.runner.get("node"),
+                    "heartbeat_at": marker.runner_heartbeat_at,
+                }
+            }
+            if isinstance(marker.runner, dict)
+            else {}
+        ),
     }
 
 

@@ -12,7 +12,7 @@ from pair.commands.shared import WAIT_POLL_SECONDS, locate_paths, parse_minutes,
 from pair.errors import UsageError
 from pair.paths import PairPaths
 from pair.receipts import failure_fields
-from pair.runner import runner_for
+from pair.runners import runner_for
 from pair.state import (
     MarkerUnreadable,
     load_session,
@@ -49,6 +49,8 @@ def wait(
             return receipt
         turn = runner.probe(target)
         now = time.monotonic()
+        if turn.lost is not None and runner.reattach(target):
+            continue  # a turn on another machine outlived its lead supervisor: a new one follows
         if turn.lost is not None:
             # The supervisor writes its receipt, releases the marker and exits: it may have done
             # all three between the receipt read above and the probe. Only a dead supervisor

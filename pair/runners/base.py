@@ -1,10 +1,10 @@
 """Where a turn runs: the one seam between pair's commands and the processes of a turn.
 
 `send`, `wait`, `cancel` and `clear` never start, signal or probe a process themselves: they ask
-a `TurnRunner`. Today there is one, `pair.local_runner.LocalRunner` (a detached supervisor on
-this machine, `python -m pair _supervise`); `runner_for` is the one place that chooses it, so a
-second runner (a Ray actor per unit on another machine) plugs in here and must pass
-`tests/test_runner_contract.py` unchanged.
+a `TurnRunner`: `pair.runners.local.LocalRunner` (a detached supervisor on this machine,
+`python -m pair _supervise`) or `pair.runners.ray.RayRunner` (the same supervisor, driving a Ray
+actor per unit on another machine, SPEC 4.3). `pair.runners.runner_for` is the one place that
+chooses; every runner passes `tests/test_runner_contract.py` unchanged.
 
 What stays outside the seam, on purpose:
 - the in-flight lock and the sequence: `send` takes the marker (`pair.state.acquire_marker`) and
@@ -15,7 +15,8 @@ What stays outside the seam, on purpose:
   runner therefore keeps those files current: it writes the turn's transcript and receipt under
   the names `pair.paths` gives, and records its processes in the marker.
 
-This module defines the interface and its value types only; it starts nothing.
+This module defines the interface and its value types only; it starts nothing and imports no
+runner.
 """
 
 from __future__ import annotations
@@ -163,14 +164,13 @@ class TurnRunner(Protocol):
         no process of the turn is alive; None when no such turn is in flight."""
         ...
 
+    def reattach(self, seq: int) -> bool:
+        """Give turn `seq` a new lead-side supervisor when its own died while the turn itself
+        runs on (another machine's turn, SPEC 4.3); whether one was started. A runner whose
+        turns die with their supervisor answers False."""
+        ...
+
     def reap(self) -> Reaped:
         """Release what a dead turn left (its lock); refuses `turn-in-flight` while any process
         of it lives. Afterwards nothing of the turn remains."""
         ...
-
-
-def runner_for(state_dir: str | Path) -> TurnRunner:
-    """The runner of the pair in `state_dir`: the one place a runner is chosen."""
-    from pair.local_runner import LocalRunner
-
-    return LocalRunner(Path(state_dir))

@@ -1,6 +1,6 @@
 """`LocalRunner`: turns run on this machine, under a detached supervisor (`pair.supervisor`).
 
-The one implementation of `pair.runner.TurnRunner`. `start` launches the supervisor
+The default implementation of `pair.runners.base.TurnRunner`. `start` launches the supervisor
 (`pair.launch`: forked, or `python -m pair _supervise`); the supervisor records itself and the
 partner in the in-flight marker, runs the turn, writes the transcript and the receipt, and
 releases the marker. Everything else here reads those files and probes the processes the marker
@@ -36,7 +36,7 @@ from pair.proof import (
     turn_environment,
     untrusted,
 )
-from pair.runner import (
+from pair.runners.base import (
     DEFAULT_CANCEL_REASON,
     TRANSCRIPT_READ_BYTES,
     BootstrapTurn,
@@ -175,6 +175,9 @@ class LocalRunner:
         if marker is None:
             return None
         return _await_cancel(self.paths, session, marker)
+
+    def reattach(self, seq: int) -> bool:
+        return False  # a local turn's partner dies with its supervisor (the subreaper's sweep)
 
     def reap(self) -> Reaped:
         paths = self.paths

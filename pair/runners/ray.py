@@ -1,0 +1,502 @@
+"""`RayRunner`: a unit's turns on another machine of a Ray cluster (SPEC 4.3), the lead's side.
+
+What stays with the lead is what `LocalRunner` keeps: the session, the marker (the lease), the
+prompt, the transcript file, the receipt and the unit's branch and worktree. So `RayRunner` is a
+`LocalRunner` whose detached supervisor (`pair.launch.start_supervisor`, the same path) does not
+run the partner itself: `drive` (called by `pair.supervisor.supervise` for a session whose
+signed runner choice is `ray`) connects to the cluster, gets or creates the unit's detached
+named actor (`unitmgr/<repo-id>/<unit-id>`, namespace `unitmgr`, pinned by the resource
+`unitmgr-node-NAME` or `unitmgr-executor`), sends it the base commit as a git bundle through the
+object store, starts the turn under the lease epoch, and then — until the actor reports the turn
+over — appends the transcript into the local transcript file by byte offset, heartbeats into the
+marker (`runner_heartbeat_at`) and forwards a cancel. The turn's commits come back as a bundle:
+fetched into `refs/unitmgr/<unit>/e<epoch>`, checked to descend from the base and to belong to
+the marker's epoch (`land_commits`), and only then fast-forwarded into the local worktree.
+
+`read_status`, `probe`, `receipt` and `read_transcript` stay file-only (inherited); `reattach`
+starts a new supervisor for a turn whose supervisor died (the actor kept running it) — `pair
+wait` asks for it. `ray` is imported only here (and by the node side it wraps), lazily.
+
+Over 400 lines because the lead's half of a remote turn is one conversation with one actor —
+place it, send the base, follow the transcript, forward a cancel, tell a lost node, land the
+commits, write the receipt — and each step needs the handle and the epoch the previous one set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pair.errors import StateError, UsageError
+from pair.runners.choice import INSTALL_RAY, RunnerChoice
+from pair.runners.local import LocalRunner
+from pair.state import (
+    Marker,
+    MarkerUnreadable,
+    Session,
+    marker_mutex,
+    read_marker,
+    update_owned_marker,
+    write_marker,
+)
+from registry.processes import ProcessIdentity, current_identity, is_alive
+from registry.timeutil import iso_z
+
+if TYPE_CHECKING:
+    from pair.paths import PairPaths
+    from pair.runners.base import TurnStart
+
+NAMESPACE = "unitmgr"
+POLL_SECONDS = 0.1
+HEARTBEAT_SECONDS = 2.0
+CALL_SECONDS = 5.0  # one actor call's bound
+LOST_SECONDS = 12.0  # no answer from the actor for this long: the node is lost
+CANCEL_SECONDS = 25.0
+HANDSHAKE_SECONDS = 90.0  # connect, place (or create) the actor, fetch the base, start
+
+
+def require_ray() -> None:
+    """`runner-unavailable` (exit 2) when the `ray` extra does not import."""
+    try:
+        import ray  # noqa: F401  (only to know it imports)
+    except ImportError as error:
+        raise UsageError(
+            "runner-unavailable",
+            f"the ray runner needs Ray, which does not import here ({error})",
+            next_step=INSTALL_RAY,
+        ) from None
+
+
+def actor_name(paths: PairPaths, session: Session) -> str:
+    """`unitmgr/<repo-id>/<unit-id>`: the unit's one actor (a bare pair: its state dir's)."""
+    from pair.git import common_dir
+    from registry.userdirs import repository_id
+
+    repo = repository_id(common_dir(paths.state_dir.parent))
+    unit = (
+        session.unit
+        or "pair-" + hashlib.sha256(os.path.realpath(paths.state_dir).encode()).hexdigest()[:12]
+    )
+    return f"unitmgr/{repo}/{unit}"
+
+
+def commits_ref(session: Session, epoch: int) -> str:
+    unit = session.unit or "pair"
+    return f"refs/unitmgr/{unit}/e{epoch}"
+
+
+class RayRunner(LocalRunner):
+    """The turns of the pair in `state_dir`, run by its unit's actor on a Ray node."""
+
+    def __init__(self, state_dir: Path, choice: RunnerChoice) -> None:
+        super().__init__(state_dir)
+        self.choice = choice
+
+    def start(self, turn: TurnStart) -> dict[str, Any]:
+        from pair.launch import start_supervisor
+        from pair.runners.choice import refuse_unauthenticated
+
+        refuse_unauthenticated(self.choice)
+        update_owned_marker(
+            self.paths,
+            turn.lease.token,
+            base_commit=turn.base_commit,
+            runner={"kind": "ray", "node": self.choice.node},
+        )
+        return start_supervisor(
+            self.paths,
+            turn.worktree,
+            turn.seq,
+            turn.kind,
+            turn.lease.token,
+            handshake_seconds=HANDSHAKE_SECONDS,
+            fork=False,  # the supervisor becomes a Ray driver: a fresh interpreter
+        )
+
+    def reattach(self, seq: int) -> bool:
+        """Start a new lead supervisor for turn `seq` when its own died; whether one was."""
+        from pair.launch import start_supervisor
+
+        me = current_identity(argv0="pair reattach")
+        with marker_mutex(self.paths):
+            try:
+                marker = read_marker(self.paths)
+            except MarkerUnreadable:
+                return False
+            if marker is None or marker.seq != seq or not marker.runner:
+                return False
+            supervisor = ProcessIdentity.from_json(marker.supervisor)
+            if supervisor is None or is_alive(supervisor):
+                return False
+            # This process launches it: the turn is not lost meanwhile (SPEC 3.4).
+            marker.supervisor, marker.launcher = None, me.to_json()
+            write_marker(self.paths, marker)
+        session_worktree = self.paths.state_dir.parent
+        start_supervisor(
+            self.paths,
+            session_worktree,
+            seq,
+            marker.kind,
+            marker.owner_token,
+            handshake_seconds=HANDSHAKE_SECONDS,
+            fork=False,  # the supervisor becomes a Ray driver: a fresh interpreter
+        )
+        return True
+
+    def cancel(self, seq: int | None, *, reason: str) -> dict[str, Any] | None:
+        try:
+            marker = read_marker(self.paths)
+        except MarkerUnreadable:
+            marker = None
+        if marker is not None and (seq is None or marker.seq == seq):
+            self.reattach(marker.seq)  # a cancel needs a supervisor to reach the node
+        return super().cancel(seq, reason=reason)
+
+
+# -- the lead's supervisor, driving the actor --------------------------------------------------
+
+
+def _connect(choice: RunnerChoice) -> Any:
+    import signal
+
+    import ray
+
+    if not ray.is_initialized():
+        ours = signal.getsignal(signal.SIGTERM)
+        ray.init(
+            address=choice.address or "auto",
+            namespace=NAMESPACE,
+            log_to_driver=False,
+            logging_level=40,  # logging.ERROR
+            include_dashboard=False,
+        )
+        signal.signal(signal.SIGTERM, ours)  # a driver's own handler would end the process
+    return ray
+
+
+def _actor(ray: Any, name: str, choice: RunnerChoice) -> Any:
+    from pair.runners.ray_node import UnitActor
+
+    remote = ray.remote(UnitActor)
+    handle = remote.options(
+        name=name,
+        namespace=NAMESPACE,
+        lifetime="detached",
+        get_if_exists=True,
+        num_cpus=0,
+        resources={choice.resource: 0.001},
+        max_restarts=0,
+        max_concurrency=8,
+    ).remote(name, choice.resource)
+    hello = ray.get(handle.hello.remote(), timeout=60)
+    if hello["resource"] != choice.resource:  # moved deliberately: rebuilt on the new node
+        ray.kill(handle, no_restart=True)
+        return _actor(ray, name, choice)
+    return handle
+
+
+def _base_bundle(ray: Any, handle: Any, worktree: Path, base: str | None) -> Any:
+    """What the node lacks of the base commit, as a bundle in the object store (None: nothing)."""
+    from pair import git as pair_git
+
+    if base is None or ray.get(handle.has.remote(base), timeout=CALL_SECONDS):
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "base.bundle"
+        ref = "refs/unitmgr/base-" + base[:12]
+        pair_git.set_ref(worktree, ref, base)
+        try:
+            if not pair_git.bundle(worktree, out, ref):
+                return None
+            data = out.read_bytes()
+        finally:
+            with contextlib.suppress(StateError):
+                pair_git.run(worktree, "update-ref", "-d", ref)
+    # The node fetches the bundle's one ref under its own name.
+    return ray.put(_renamed(data, ref))
+
+
+def _renamed(data: bytes, ref: str) -> bytes:
+    """The bundle with its ref renamed to the node's `refs/unitmgr/base` (header line only)."""
+    from pair.runners.ray_node import BASE_REF
+
+    header, _, rest = data.partition(b"\n\n")
+    header = header.replace(ref.encode(), BASE_REF.encode())
+    return header + b"\n\n" + rest
+
+
+def _spec(paths: PairPaths, session: Session, marker: Marker) -> dict[str, Any]:
+    from pair.supervisor import resume_model
+    from pair.turn import DEFAULT_BUDGET_MINUTES
+    from registry import bounded
+
+    prompt = bounded.read_bytes(paths.turn_file(marker.seq, marker.kind, "-prompt.md"), 1 << 22)
+    return {
+        "partner": session.partner,
+        "sid": session.sid,
+        "kind": marker.kind,
+        "write": marker.write,
+        "model": resume_model(session),
+        "effort": session.effort,
+        "prompt": prompt.decode("utf-8", errors="replace"),
+        "idle_seconds": marker.idle_seconds or DEFAULT_BUDGET_MINUTES[0] * 60,
+        "total_seconds": marker.total_seconds or DEFAULT_BUDGET_MINUTES[1] * 60,
+        "base_commit": marker.base_commit,
+        "environment": session.environment,
+        "unit": session.unit,
+    }
+
+
+def drive(
+    paths: PairPaths,
+    session: Session,
+    marker: Marker,
+    token: str,
+    choice: RunnerChoice,
+    stop_requested: Any,
+) -> dict[str, Any]:
+    """Run turn `marker.seq` on the unit's actor; the node's result (`{status, ...}`), with
+    `runner` facts, or a `lost`/`unknown` one when the node is gone."""
+    epoch = marker.seq
+    transcript = paths.turn_file(epoch, marker.kind, ".log")
+    facts: dict[str, Any] = {"kind": "ray", "node": choice.node, "resource": choice.resource}
+    try:
+        ray = _connect(choice)
+        name = actor_name(paths, session)
+        handle = _actor(ray, name, choice)
+        facts["actor"] = name
+        started = ray.get(
+            handle.start.remote(
+                epoch,
+                token,
+                _spec(paths, session, marker),
+                _base_bundle(ray, handle, Path(session.worktree), marker.base_commit),
+                marker.remote_partner is not None,  # it started once: a re-attach only
+            ),
+            timeout=60,
+        )
+    except Exception as error:
+        return {
+            "status": "lost",
+            "reason": f"node-lost: could not start the turn: {error}",
+            **_no(facts),
+        }
+    if "lost" in started:
+        return _lost(facts, started["lost"], None)
+    if "refused" in started:
+        return {
+            "status": "failed",
+            "reason": f"the node refused: {started['refused']}",
+            **_no(facts),
+        }
+    update_owned_marker(paths, token, runner=facts)
+    return _follow(ray, handle, paths, token, epoch, transcript, facts, stop_requested)
+
+
+def _no(facts: dict[str, Any]) -> dict[str, Any]:
+    return {"runner": facts, "bundle": None, "uncommitted": None, "leftovers": []}
+
+
+def _follow(
+    ray: Any,
+    handle: Any,
+    paths: PairPaths,
+    token: str,
+    epoch: int,
+    transcript: Path,
+    facts: dict[str, Any],
+    stop_requested: Any,
+) -> dict[str, Any]:
+    import ray.exceptions as errors
+
+    fd = os.open(transcript, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    offset = os.fstat(fd).st_size  # a re-attached supervisor goes on where the last one stopped
+    last_answer = last_beat = time.monotonic()
+    partner_seen = False
+    cancel_sent: str | None = None
+    try:
+        while True:
+            now = time.monotonic()
+            reason = stop_requested()
+            if reason and cancel_sent is None:
+                cancel_sent = reason
+                try:
+                    answer = ray.get(handle.cancel.remote(epoch, reason), timeout=CANCEL_SECONDS)
+                except Exception:
+                    answer = {"dead": False}
+                if not answer.get("dead"):
+                    return {
+                        "status": "unknown",
+                        "reason": f"cancel: the node could not confirm the turn dead ({reason})",
+                        **_no(facts),
+                    }
+            try:
+                answer = ray.get(handle.poll.remote(epoch, offset), timeout=CALL_SECONDS)
+            except (errors.ActorDiedError, errors.RayActorError) as error:
+                return _lost(facts, f"the unit's actor died: {type(error).__name__}", cancel_sent)
+            except Exception as error:
+                if now - last_answer > LOST_SECONDS:
+                    return _lost(facts, f"no answer for {LOST_SECONDS:g}s: {error}", cancel_sent)
+                time.sleep(POLL_SECONDS)
+                continue
+            last_answer = now
+            if answer.get("unknown"):
+                return _lost(facts, f"the node's actor is at epoch {answer.get('epoch')}", None)
+            data = answer.get("data") or b""
+            if data:
+                os.write(fd, data)
+                offset += len(data)
+            if answer.get("partner") and not partner_seen:
+                partner_seen = True
+                update_owned_marker(paths, token, remote_partner=answer["partner"])
+            if "result" in answer:
+                return {**answer["result"], "runner": facts}
+            if now - last_beat > HEARTBEAT_SECONDS:
+                last_beat = now
+                if update_owned_marker(paths, token, runner_heartbeat_at=iso_z()) is None:
+                    return {"status": "failed", "reason": "the lease was lost", **_no(facts)}
+            if not data:
+                time.sleep(POLL_SECONDS)
+    finally:
+        os.close(fd)
+
+
+def _lost(facts: dict[str, Any], why: str, cancel: str | None) -> dict[str, Any]:
+    status = "unknown" if cancel else "lost"
+    reason = f"node-lost: {why}; the turn's work not yet bundled is gone"
+    if cancel:
+        reason = f"cancel ({cancel}) unconfirmed: {reason}"
+    return {"status": status, "reason": reason, **_no(facts)}
+
+
+def land_commits(
+    paths: PairPaths, session: Session, token: str, epoch: int, base: str | None, data: bytes
+) -> dict[str, Any]:
+    """Fetch a turn's bundle into `refs/unitmgr/<unit>/e<epoch>` and fast-forward the local
+    worktree to it — only when `epoch` is still the marker's (under `token`) and the commits
+    descend from `base`. `{ref, head, fast_forwarded}` or `{refused}`."""
+    from pair import git as pair_git
+    from pair.runners.ray_node import OUT_REF
+
+    try:
+        marker = read_marker(paths)
+    except MarkerUnreadable:
+        marker = None
+    if marker is None or marker.seq != epoch or marker.owner_token != token:
+        return {"refused": f"stale epoch {epoch}: the marker is not that turn's"}
+    worktree = Path(session.worktree)
+    ref = commits_ref(session, epoch)
+    with tempfile.TemporaryDirectory() as scratch:
+        bundle_file = Path(scratch) / "turn.bundle"
+        bundle_file.write_bytes(data)
+        try:
+            pair_git.fetch_bundle(worktree, bundle_file, OUT_REF, ref)
+        except StateError as error:
+            return {"refused": f"the bundle did not fetch: {error.reason}"}
+    head = pair_git.rev(worktree, ref)
+    if head is None or base is None or not pair_git.is_ancestor(base, head, worktree):
+        with contextlib.suppress(StateError):
+            pair_git.run(worktree, "update-ref", "-d", ref)
+        return {"refused": f"the bundle's {head} does not descend from the base {base}"}
+    try:
+        pair_git.fast_forward(worktree, head)
+    except StateError as error:
+        return {"ref": ref, "head": head, "fast_forwarded": False, "why": error.reason}
+    return {"ref": ref, "head": head, "fast_forwarded": True}
+
+
+def run_remote(
+    paths: PairPaths,
+    session: Session,
+    marker: Marker,
+    token: str,
+    supervisor_pid: int,
+    started_at: str,
+) -> dict[str, Any]:
+    """`pair.supervisor.supervise`'s turn for a session whose turns run on Ray: drive the
+    node, land its commits, and build the receipt as the local supervisor does."""
+    from pair.partners.base import TurnOutcome, TurnRequest
+    from pair.runners.choice import verified_choice
+    from pair.supervisor import SIGTERM_REASON, Stop, build_receipt, resume_model
+    from pair.turn import TurnResult
+    from registry.atomic import write_text_atomic
+
+    choice = verified_choice(paths.state_dir, session.runner)  # refused: nothing contacted
+
+    def stop_requested() -> str | None:
+        if not Stop.signalled:
+            return None
+        with contextlib.suppress(MarkerUnreadable):
+            current = read_marker(paths)
+            if current is not None and current.owner_token == token and current.cancel:
+                return str(current.cancel.get("reason") or SIGTERM_REASON)
+        return SIGTERM_REASON
+
+    seq, kind = marker.seq, marker.kind
+    node = drive(paths, session, marker, token, choice, stop_requested)
+    runner = dict(node.get("runner") or {})
+    if node.get("bundle"):
+        runner["commits"] = land_commits(
+            paths, session, token, seq, marker.base_commit, node["bundle"]
+        )
+    runner["uncommitted"] = node.get("uncommitted")
+    if node.get("diverged"):
+        runner["commits"] = {"refused": "the node's HEAD does not descend from the base"}
+    request = TurnRequest(
+        partner=session.partner,
+        sid=session.sid,
+        seq=seq,
+        kind=kind,
+        write=marker.write,
+        model=resume_model(session),
+        effort=session.effort,
+        worktree=Path(session.worktree),
+        prompt_file=paths.turn_file(seq, kind, "-prompt.md"),
+        reply_file=paths.turn_file(seq, kind, "-reply.md"),
+    )
+    outcome = TurnOutcome(
+        status=str(node.get("status") or "failed"),
+        reply=node.get("reply"),
+        reason=node.get("reason"),
+        sid=node.get("sid"),
+    )
+    result = TurnResult(
+        outcome=outcome,
+        exit_code=node.get("exit_code"),
+        seconds=float(node.get("seconds") or 0.0),
+        command=list(node.get("command") or []),
+        partner=None,
+        partial_reply=bool(node.get("partial_reply")),
+        throttle_signals=node.get("throttle_signals"),
+    )
+    if outcome.reply:
+        write_text_atomic(request.reply_file, outcome.reply + "\n")
+    try:
+        current = read_marker(paths)
+    except MarkerUnreadable:
+        current = None
+    remote_partner = (current.remote_partner if current else None) or {}
+    receipt = build_receipt(
+        paths=paths,
+        session=session,
+        marker=marker,
+        request=request,
+        result=result,
+        supervisor_pid=supervisor_pid,
+        started_at=started_at,
+        rate_limits=None,
+        leftovers=list(node.get("leftovers") or []),
+        audits={
+            "foreign_ref_changes": None,
+            "unattributed_ref_changes": None,
+            "foreign_config_changes": None,
+        },
+    )
+    receipt["partner_pid"] = remote_partner.get("pid")
+    receipt["runner"] = runner
+    return receipt

@@ -1,0 +1,114 @@
+"""A real two-node Ray cluster on this machine for the Ray runner's tests (SPEC 4.3).
+
+`ray.cluster_utils.Cluster`: a head (no executor resource) and a second node carrying
+`unitmgr-node-n2` and `unitmgr-executor`, with token authentication on (the nodes listen on the
+machine's address, which the runner refuses without it), tuned health checks (a killed node is
+known in about a second), and its own temp dir, node root and ports — never `ray stop`, which
+would kill every Ray process on the machine. `stop` ends only what `start` started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NODE = "n2"
+NODE_RESOURCES = {f"unitmgr-node-{NODE}": 1.0, "unitmgr-executor": 1.0}
+HEALTH = {
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_timeout_ms": "500",
+    "RAY_health_check_failure_threshold": "3",
+    "RAY_health_check_initial_delay_ms": "500",
+}
+
+
+# Read at import (collection), before each test's isolated environment drops UNITMGR_* settings.
+REQUIRE_RAY = os.environ.get("UNITMGR_REQUIRE_RAY") == "1"
+
+
+def ray_or_skip() -> Any:
+    """`ray`, or a skip (a failure when `UNITMGR_REQUIRE_RAY=1`, as `.ci/run` sets)."""
+    try:
+        import ray
+    except ImportError as error:
+        if REQUIRE_RAY:
+            pytest.fail(f"UNITMGR_REQUIRE_RAY=1 but ray does not import: {error}")
+        pytest.skip(f"ray is not installed ({error}): pip install -e '.[ray]' runs these")
+    return ray
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@dataclass
+class RayCluster:
+    cluster: Any
+    address: str
+    root: Path
+    environment: dict[str, str]  # what the lead's processes need to reach it
+    worker: Any = None
+    removed: list[Any] = field(default_factory=list)
+
+    def kill_node(self) -> None:
+        """The second node's machine is gone: its raylet and every worker on it killed."""
+        self.cluster.remove_node(self.worker, allow_graceful=False)
+        self.worker = None
+
+    def add_node(self) -> None:
+        with _environment(self.environment):
+            self.worker = self.cluster.add_node(num_cpus=1, resources=NODE_RESOURCES)
+
+
+def start() -> RayCluster:
+    root = Path(tempfile.mkdtemp(prefix="ur-", dir="/tmp"))  # short: Ray's socket paths
+    environment = {
+        "RAY_TMPDIR": str(root),
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(16),
+        "UNITMGR_NODE_ROOT": str(root / "nodes"),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        **HEALTH,
+    }
+    with _environment(environment):  # before ray is imported: it reads RAY_AUTH_MODE once
+        try:
+            ray_or_skip()
+        except BaseException:  # a skip (or the required failure): nothing left behind
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        from ray.cluster_utils import Cluster
+
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 1, "include_dashboard": False},
+        )
+    handle = RayCluster(
+        cluster=cluster, address=cluster.address, root=root, environment=environment
+    )
+    handle.add_node()
+    return handle
+
+
+def stop(handle: RayCluster) -> None:
+    with _environment(handle.environment):
+        handle.cluster.shutdown()
+    shutil.rmtree(handle.root, ignore_errors=True)
