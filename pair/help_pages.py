@@ -49,6 +49,9 @@ PAGES: dict[str, str] = {
         "                        read.  [default: peer]\n"
         "  --idle-min MINUTES    The bootstrap's idle budget.\n"
         "  --total-min MINUTES   The bootstrap's total budget.\n"
+        "  --runner local|ray    Where turns run: local (default) or ray.\n"
+        "  --node NAME           The Ray node (its unitmgr-node-NAME resource).\n"
+        "  --ray-address ADDR    The cluster: ray://HOST:10001, HOST:6379, auto.\n"
         "  -h, --help            Show this message and exit.\n"
     ),
     "resolve": (
@@ -150,7 +153,10 @@ SPECS: dict[str, dict[str, object]] = {'init': {'options': {'--partner': ['partn
                       '--effort': ['effort', 'value'],
                       '--role': ['role', 'value'],
                       '--idle-min': ['idle_min', 'value'],
-                      '--total-min': ['total_min', 'value']},
+                      '--total-min': ['total_min', 'value'],
+                      '--runner': ['runner', 'value'],
+                      '--node': ['node', 'value'],
+                      '--ray-address': ['ray_address', 'value']},
           'arguments': [],
           'defaults': {'repo': '.',
                        'lead': None,
@@ -159,7 +165,10 @@ SPECS: dict[str, dict[str, object]] = {'init': {'options': {'--partner': ['partn
                        'effort': None,
                        'role': 'peer',
                        'idle_min': None,
-                       'total_min': None},
+                       'total_min': None,
+                       'runner': None,
+                       'node': None,
+                       'ray_address': None},
           'required': ['partner']},
  'resolve': {'options': {'--partner': ['partner', 'value'],
                          '--model': ['model', 'value'],

@@ -46,7 +46,7 @@ PHASE_AFTER = {
     "verify-target": "starting-target",
     "send-checkpoint": "starting-target",
 }
-TARGET_FIELDS = ("identity", "lead", "partner", "model", "effort", "reason")
+TARGET_FIELDS = ("identity", "lead", "partner", "model", "effort", "reason", "runner", "node")
 
 
 def _target(options: RestaffOptions) -> dict[str, Any]:
@@ -82,6 +82,7 @@ def run(repo: str, options: RestaffOptions) -> dict[str, Any]:
     seconds = validation.lock_timeout(options.lock_timeout)
     target = _target(options)
     record = load(workspace, unit_id)
+    target.update(_runner_target(workspace, options, record))  # refused before any write
     if options.dry_run:
         # As create's: a dry run starts no process but read-only git, so it skips the live model
         # catalog below (a model the catalog cannot resolve is refused by the real restaff).
@@ -102,6 +103,29 @@ def run(repo: str, options: RestaffOptions) -> dict[str, Any]:
         record = load(workspace, unit_id)
         resumed_from = _admit(workspace, record, target)
         return Restaffer(workspace, record, target).run(resumed_from)
+
+
+def _runner_target(
+    workspace: Workspace, options: RestaffOptions, record: UnitRecord
+) -> dict[str, Any]:
+    """`{runner, node}` of the target (SPEC 4.3): `--runner`/`--node`, else the unit's own (a
+    restaff moves a unit only when asked). The config is read only for a ray target (its `[ray]
+    address`, approved like a command when a file gives it)."""
+    from unitmgr import config_trust
+    from unitmgr.config import load_config
+    from unitmgr.lifecycle.pairing import runner_choice
+
+    def config() -> Any:
+        return load_config(workspace.toplevel, workspace.common_git_dir)
+
+    current = record.staffing.current if record.staffing is not None else None
+    choice = runner_choice(options.runner, options.node, config, current=current)
+    if choice.kind == "ray":
+        common_dir, toplevel = workspace.common_git_dir, workspace.toplevel
+        config_trust.require_approved(
+            config(), "ray.address", common_dir=common_dir, toplevel=toplevel
+        )
+    return {"runner": None if choice.kind == "local" else choice.kind, "node": choice.node}
 
 
 def _admit(workspace: Workspace, record: UnitRecord, target: dict[str, Any]) -> str | None:
@@ -193,6 +217,8 @@ class Restaffer:
             effort=target.get("effort"),
             reason=target.get("reason") or "",
             selected_at=pending.get("requested_at"),
+            runner=target.get("runner"),
+            node=target.get("node"),
         )
 
     def run(self, resumed_from: str | None) -> dict[str, Any]:
@@ -268,6 +294,8 @@ class Restaffer:
             "model": staffing.model,
             "effort": staffing.effort,
             "reason": staffing.reason,
+            "runner": staffing.runner,
+            "node": staffing.node,
         }
 
     # -- steps ---------------------------------------------------------------------------------
