@@ -167,7 +167,7 @@ def test_a_ray_dry_run_plans_the_runner_and_a_flag_overrides_the_config(
     assert "runner" not in pair_init["detail"]
 
 
-def test_restaff_refuses_a_node_for_a_local_unit_and_ray_when_it_does_not_import(
+def test_restaff_plans_a_move_and_refuses_a_node_for_a_local_unit_or_a_missing_ray(
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from unitmgr.lifecycle import restaff
@@ -181,10 +181,18 @@ def test_restaff_refuses_a_node_for_a_local_unit_and_ray_when_it_does_not_import
     with pytest.raises(UsageError) as raised:
         restaff.run(str(sandbox.repo), RestaffOptions(**common, node="gpu1", dry_run=True))
     assert raised.value.code == "invalid-node"
-    monkeypatch.setitem(sys.modules, "ray", None)
-    with pytest.raises(UsageError) as raised:
-        restaff.run(str(sandbox.repo), RestaffOptions(**common, runner="ray"))
+    with monkeypatch.context() as patched:
+        patched.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+        with pytest.raises(UsageError) as raised:
+            restaff.run(str(sandbox.repo), RestaffOptions(**common, runner="ray"))
     assert raised.value.code == "runner-unavailable"
+    assert sandbox.record("u1") == before
+    _ray_or_skip()
+    plan = restaff.run(
+        str(sandbox.repo), RestaffOptions(**common, runner="ray", node="gpu2", dry_run=True)
+    )
+    init = next(step for step in plan["plan"] if step["step"] == "init-target")
+    assert (init["detail"]["target"]["runner"], init["detail"]["target"]["node"]) == ("ray", "gpu2")
     assert sandbox.record("u1") == before
 
 
@@ -262,6 +270,7 @@ def test_views_of_units_on_ray_read_files_only_with_no_cluster_and_no_ray(
         listed = sandbox.unit("list", env=env)
         watched = sandbox.unit("watch", "--once", env=env)
         table = sandbox.unit("status", "--all", "--format", "table", env=env)
+        one = sandbox.unit("status", "--unit", "u2", env=env)
         waited = sandbox.unit(
             "wait", "--unit", "u2", "--since", "2000-01-01T00:00:00Z", env=env, timeout=60
         )
@@ -269,7 +278,7 @@ def test_views_of_units_on_ray_read_files_only_with_no_cluster_and_no_ray(
         holder.kill()
         holder.wait()
     assert not imported.exists(), "a read imported ray"
-    for result in (status, listed, watched, table, waited):
+    for result in (status, listed, watched, table, one, waited):
         assert result.code == 0, result.stdout + result.stderr
     assert status.document is not None and listed.document is not None
     units = {unit["unit_id"]: unit for unit in status.document["units"]}
@@ -283,4 +292,6 @@ def test_views_of_units_on_ray_read_files_only_with_no_cluster_and_no_ray(
     assert "runner" not in listed_units["u3"]
     assert "ray gpu1" in watched.stdout and "ray gpu2" in watched.stdout
     assert f"u1 runs on ray gpu1, heartbeat {heartbeat}" in table.stdout
+    assert one.document is not None
+    assert one.document["unit"]["runner"] == {"kind": "ray", "node": "gpu2", "heartbeat_at": None}
     assert waited.document is not None and waited.document["changed"]
