@@ -152,6 +152,14 @@ def test_create_refuses_an_open_remote_cluster_and_an_unapproved_address(
     unapproved = _refused(sandbox, _options(sandbox, "u1", dry_run=True))
     assert unapproved.code == "config-unapproved" and unapproved.detail["key"] == "ray.address"
     assert "unit config --approve" in str(unapproved.next_step)
+    approved = sandbox.unit("config", "--approve")
+    assert approved.code == 0, approved.stdout + approved.stderr
+    plan = _create(sandbox, _options(sandbox, "u1", node="gpu1", dry_run=True))
+    pair_init = next(step for step in plan["plan"] if step["step"] == "pair-init")
+    assert pair_init["detail"]["runner"] == {"kind": "ray", "node": "gpu1"}
+    # A changed address is a new one: approved again before it is used.
+    sandbox.machine_config.write_text('runner = "ray"\n[ray]\naddress = "ray://10.9.8.6:10001"\n')
+    assert _refused(sandbox, _options(sandbox, "u1", dry_run=True)).code == "config-unapproved"
 
 
 def test_a_ray_dry_run_plans_the_runner_and_a_flag_overrides_the_config(
