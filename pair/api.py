@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from pair.commands.status import never_started, read_status, status
     from pair.commands.wait import ended_receipt, wait
     from pair.proof import turn_proof
+    from pair.runners import check_choice
+    from pair.runners.choice import RunnerChoice
     from pair.state import read_receipt
 
 # Where each command lives: a caller pays only for the modules of the commands it uses
@@ -44,6 +46,9 @@ _MODULE_OF = {
     **dict.fromkeys(("ended_receipt", "wait"), "wait"),
     "read_receipt": "pair.state",  # a receipt file, read as every command reads it
     "turn_proof": "pair.proof",  # what proves a bootstrap partner a unit journaled (SPEC 8)
+    # where a pair's turns run (SPEC 4.3): the choice `init` signs, and its refusals
+    "RunnerChoice": "pair.runners.choice",
+    "check_choice": "pair.runners",
 }
 
 
@@ -59,9 +64,11 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "PairPaths",
+    "RunnerChoice",
     "TurnFiles",
     "cancel",
     "cancel_state",
+    "check_choice",
     "clear",
     "clear_state",
     "close_state",

@@ -218,6 +218,21 @@ class Staffing(Record):
     effort: str | None = None
     reason: str = ""
     selected_at: str | None = None
+    # Where its turns run (SPEC 4.3): None here, "ray" on `node` (None: any node), in the MAC
+    # of `staffing.current`. Written only when set: a local staffing encodes as before.
+    runner: str | None = None
+    node: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        document = super().to_json()
+        for key in ("runner", "node"):
+            if document.get(key) is None and key not in self.extra:
+                document.pop(key, None)
+        return document
+
+    @property
+    def runner_kind(self) -> str:
+        return self.runner or "local"
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -53,7 +53,9 @@ REPOSITORY_FILE = ".unitmgr.toml"  # in the main worktree
 # The keys whose value is a shell command: from a file, they run only once approved. `validation`
 # is what `unit verify` runs; `model` is one only for the script partner (its command line), but
 # it is approved whatever the partner, since a `--partner script` flag can make it one.
-COMMAND_KEYS = ("setup", "validation", "model", "notify.command")
+# `ray.address` is not a shell command, but connecting to a cluster unpickles what it returns
+# (SPEC 4.3): a cluster address a file names is trusted exactly like one.
+COMMAND_KEYS = ("setup", "validation", "model", "notify.command", "ray.address")
 STUCK_MINUTES_DEFAULT = 10.0
 PORTS_MAX = 64  # as `unit create --ports` (registry.records.MAX_PORTS)
 PORT_RANGE_EXPECTED = 'a range "A-B" of TCP ports, 1024 <= A <= B <= 65535'
@@ -98,8 +100,15 @@ DEFAULTS: dict[str, Any] = {
     "feedback.allow": [],
     "feedback.ci_rounds": 2,
     "feedback.review_rounds": 3,
+    # where turns run (SPEC 4.3): `runner` and `[ray] {address, clone_url}`
+    "runner": "local",
+    "ray.address": None,
+    "ray.clone_url": None,
 }
-TABLES = ("notify", "feedback")
+TABLES = ("notify", "feedback", "ray")
+RUNNERS = ("local", "ray")
+# What `[ray] clone_url` may be: a URL git fetches on the node, never an option (`-…`).
+CLONE_URL = re.compile(r"(?:(?:https?|ssh|git|file)://|[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:)[^\s]+")
 LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")  # a GitHub login, or an app's
 # The keys in the order `unit config` prints them.
 KEYS = tuple(DEFAULTS)
@@ -470,6 +479,22 @@ def _check(path: Path, key: str, value: Any) -> None:
             raise _invalid(path, key, "an integer from 0 to 100", got=value)
     elif key == "notify.events":
         _check_events(path, key, value)
+    elif key == "runner":
+        if not isinstance(value, str) or value not in RUNNERS:
+            raise _invalid(path, key, f"a string, one of {', '.join(RUNNERS)}", got=value)
+    elif key == "ray.address":
+        from pair import api as pair_api
+
+        expected = 'a Ray address: "ray://HOST:10001", "HOST:6379" or "auto"'
+        if not isinstance(value, str):
+            raise _invalid(path, key, expected, got=value)
+        try:
+            pair_api.RunnerChoice(kind="ray", address=value)
+        except UsageError:
+            raise _invalid(path, key, expected, got=value) from None
+    elif key == "ray.clone_url" and (not isinstance(value, str) or not CLONE_URL.fullmatch(value)):
+        expected = "a git URL (https://, ssh://, git://, file:// or user@host:path)"
+        raise _invalid(path, key, expected, got=value)
 
 
 def _check_events(path: Path, key: str, value: Any) -> None:

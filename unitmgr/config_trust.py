@@ -143,11 +143,16 @@ def require_approved(config: ProjectConfig, key: str, *, common_dir: Path, tople
     earlier = approvals.get(key)
     file = config.file_of(key)
     state = "has changed since it was approved" if earlier else "is not approved"
+    why = (
+        "a cluster address from a config file is used only once approved (the lead runs what "
+        "that cluster returns: review it, then approve it)"
+        if key == "ray.address"
+        else "a command from a config file runs only once approved (review it, then approve "
+        "it; given as a flag — --setup, --validation, --model — it needs none)"
+    )
     raise StateError(
         "config-unapproved",
-        f"{key} from {file} {state}: {command!r} — a command from a config file runs only "
-        "once approved (review it, then approve it; given as a flag — --setup, --validation, "
-        "--model — it needs none)",
+        f"{key} from {file} {state}: {command!r} — {why}",
         detail={
             "key": key,
             "file": str(file) if file else None,

@@ -94,6 +94,11 @@ PAGES: dict[str, str] = {
         "  --setup COMMAND         A shell command run once in the new worktree.\n"
         "  --ports N               Lease N free TCP ports (UNIT_PORT, UNIT_PORTS;\n"
         "                          default: config ports, else 0).\n"
+        "  --runner local|ray      Where its turns run: local or ray (SPEC 4.3;\n"
+        "                          default: config runner, else local).\n"
+        "  --node NAME             With --runner ray: the node (its unitmgr-node-NAME\n"
+        "                          resource); default any node offering unitmgr-\n"
+        "                          executor.\n"
         "  --max-active N          Refuse when this many units are active (default:\n"
         "                          config max_active, else 2).\n"
         "  --max-held N            Bounds the units held for review plus those still\n"
@@ -172,6 +177,11 @@ PAGES: dict[str, str] = {
         "                          and opencode.\n"
         "  --identity NAME         The partner's login (other than default only with\n"
         "                          partner codex).\n"
+        "  --runner local|ray      Move its turns: local or ray (default: the unit's\n"
+        "                          own runner and node).\n"
+        "  --node NAME             With --runner ray: the node (its unitmgr-node-NAME\n"
+        "                          resource); default any node offering unitmgr-\n"
+        "                          executor.\n"
         "  --repo PATH             The repository (default: current directory).\n"
         "                          [default: .]\n"
         "  --lock-timeout SECONDS  Seconds to wait for locks (0 = do not wait).\n"
@@ -487,6 +497,8 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
                         '--issue': ['issue', 'value'],
                         '--setup': ['setup', 'value'],
                         '--ports': ['ports', 'value'],
+                        '--runner': ['runner', 'value'],
+                        '--node': ['node', 'value'],
                         '--max-active': ['max_active', 'value'],
                         '--max-held': ['max_held', 'value'],
                         '--allow-overlap': ['allow_overlap', 'flag'],
@@ -512,6 +524,8 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
                          'issue': None,
                          'setup': None,
                          'ports': None,
+                         'runner': None,
+                         'node': None,
                          'max_active': None,
                          'max_held': None,
                          'allow_overlap': False,
@@ -553,6 +567,8 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
                          '--model': ['model', 'value'],
                          '--effort': ['effort', 'value'],
                          '--identity': ['identity', 'value'],
+                         '--runner': ['runner', 'value'],
+                         '--node': ['node', 'value'],
                          '--repo': ['repo', 'value'],
                          '--lock-timeout': ['lock_timeout', 'value'],
                          '--dry-run': ['dry_run', 'flag']},
@@ -563,6 +579,8 @@ SPECS: dict[str, dict[str, object]] = {'create': {'options': {'--unit': ['unit',
                           'model': None,
                           'effort': None,
                           'identity': None,
+                          'runner': None,
+                          'node': None,
                           'repo': '.',
                           'lock_timeout': '30',
                           'dry_run': False},

@@ -33,6 +33,11 @@ MODEL_HELP = (
 EFFORT_HELP = "Reasoning effort; required for claude, codex, grok and opencode."
 OR_CONFIG = " Default: config {key}, unless --partner differs from the config's partner."
 IDENTITY_HELP = "The partner's login (other than default only with partner codex)."
+RUNNER_HELP = "Where its turns run: local or ray (SPEC 4.3; default: config runner, else local)."
+NODE_HELP = (
+    "With --runner ray: the node (its unitmgr-node-NAME resource); default any node offering "
+    "unitmgr-executor."
+)
 
 
 def _lock_timeout() -> Any:
@@ -116,6 +121,8 @@ class CreateOptions:
         "Lease N free TCP ports (UNIT_PORT, UNIT_PORTS; default: config ports, else 0).",
         metavar="N",
     )
+    runner: str | None = option("--runner", RUNNER_HELP, metavar="local|ray")
+    node: str | None = option("--node", NODE_HELP, metavar="NAME")
     max_active: str | None = option("--max-active", MAX_ACTIVE_HELP, metavar="N")
     max_held: str | None = option("--max-held", MAX_HELD_HELP, metavar="N")
     allow_overlap: bool = option(
@@ -146,6 +153,12 @@ class RestaffOptions:
     model: str | None = option("--model", MODEL_HELP, metavar="MODEL")
     effort: str | None = option("--effort", EFFORT_HELP, metavar="EFFORT")
     identity: str | None = option("--identity", IDENTITY_HELP, metavar="NAME")
+    runner: str | None = option(
+        "--runner",
+        "Move its turns: local or ray (default: the unit's own runner and node).",
+        metavar="local|ray",
+    )
+    node: str | None = option("--node", NODE_HELP, metavar="NAME")
     lock_timeout: str = _lock_timeout()
     dry_run: bool = _dry_run()
 

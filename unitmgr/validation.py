@@ -11,8 +11,12 @@ import os
 import re
 import stat
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from registry.errors import Rewrite, UsageError
+
+if TYPE_CHECKING:
+    from unitmgr.options import RestaffOptions
 
 UNIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 MAX_INPUT_FILE_BYTES = 1024 * 1024  # SPEC 3.0, 8: task and addendum files
@@ -254,3 +258,39 @@ def staffing(
             f"{command} requires --effort for {partner}",
             next_command=Rewrite(set_options={"--effort": "high"}),
         )
+
+
+PLACEHOLDER = re.compile(r"<[A-Z|]+>")  # what a missing-option next puts where a value goes
+
+RESTAFF_PLACEHOLDERS = {
+    "--lead": "<LEAD>",
+    "--partner": "<PARTNER>",
+    "--reason": "<TEXT>",
+    "--model": "<COMMAND>",
+    "--effort": "<EFFORT>",
+}
+
+
+def refuse_missing_restaff_options(options: RestaffOptions) -> None:
+    """Every missing option at once (as create names them): `--lead`, `--partner`, `--reason`,
+    and beside another missing one the effort the partner needs or the script's command line
+    (alone, each keeps its own refusal). A `<PLACEHOLDER>` pasted back unfilled is missing."""
+
+    def unset(value: str | None) -> bool:
+        return value is None or not value.strip() or PLACEHOLDER.fullmatch(value) is not None
+
+    given = {"--lead": options.lead, "--partner": options.partner, "--reason": options.reason}
+    missing = [flag for flag, value in given.items() if unset(value)]
+    if missing and options.partner in EFFORT_REQUIRED and unset(options.effort):
+        missing.append("--effort")
+    if missing and options.partner == "script" and unset(options.model):
+        missing.append("--model")
+    if not missing:
+        return
+    listed = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
+    raise UsageError(
+        "missing-option",
+        f"restaff requires {listed}",
+        detail={"missing": missing},
+        next_command=Rewrite(set_options={flag: RESTAFF_PLACEHOLDERS[flag] for flag in missing}),
+    )

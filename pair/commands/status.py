@@ -132,7 +132,7 @@ def _marker_view(marker: Marker) -> dict[str, Any]:
     partner = ProcessIdentity.from_json(marker.partner)
     supervisor = ProcessIdentity.from_json(marker.supervisor)
     alive = marker.live_pid() is not None  # the same test `clear` applies
-    return {
+    view = {
         "seq": marker.seq,
         "kind": marker.kind,
         "started_at": marker.started_at,
@@ -154,6 +154,9 @@ def _marker_view(marker: Marker) -> dict[str, Any]:
             else {}
         ),
     }
+    if marker.runner_heartbeat_at is not None:  # a turn on another machine (SPEC 4.3)
+        view["runner_heartbeat_at"] = marker.runner_heartbeat_at
+    return view
 
 
 def status(repo: str | Path) -> dict[str, Any]:

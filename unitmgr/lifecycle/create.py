@@ -143,6 +143,8 @@ def dry_run(
         "setup": {"command": request.setup} if request.setup else {"skipped": "no --setup"},
         "pair-init": {"partner": request.partner, "model": request.model, "effort": request.effort},
     }
+    if request.runner is not None:  # where its turns would run (SPEC 4.3)
+        details["pair-init"]["runner"] = {"kind": request.runner, "node": request.node}
     skipped = {"setup": not request.setup, "copy-files": not copy}
     plan = [
         {

@@ -34,6 +34,7 @@ from registry.timeutil import iso_z
 from unitmgr import config_trust, git, option_fields, port_leases, validation
 from unitmgr.admission import Base
 from unitmgr.config import COMMAND_KEYS, ProjectConfig, flag_or_config, port_range
+from unitmgr.lifecycle.pairing import runner_choice
 from unitmgr.options import CreateOptions
 from unitmgr.units import unsigned_fields, untrusted_field
 from unitmgr.workspace import Workspace, is_inside, real_target, realpath
@@ -65,6 +66,9 @@ class Request:
     port_range: tuple[int, int]
     max_active: int
     max_held: int
+    # Where its turns run (SPEC 4.3): None on this machine, "ray" on a cluster's node `node`.
+    runner: str | None
+    node: str | None
     allow_overlap: bool
     lock_timeout: float
     dry_run: bool
@@ -270,6 +274,9 @@ def validate(
         )
     # `--setup ''` turns a configured setup off for this unit.
     setup = flag_or_config(options.setup, config, "setup")
+    choice = runner_choice(options.runner, options.node, config)  # refused before any write
+    if choice.kind == "ray" and config.source("ray.address") != "default":
+        configured += ("ray.address",)  # approved like a command (require_approvals)
     return Request(
         unit_id=unit_id,
         worktree=worktree,
@@ -293,6 +300,8 @@ def validate(
         port_range=_port_range(config),
         max_active=int(flag_or_config(options.max_active, config, "max_active")),
         max_held=int(flag_or_config(options.max_held, config, "max_held")),
+        runner=None if choice.kind == "local" else choice.kind,
+        node=choice.node,
         allow_overlap=options.allow_overlap,
         lock_timeout=validation.lock_timeout(options.lock_timeout),
         dry_run=options.dry_run,
@@ -547,6 +556,8 @@ def new_record(
                 effort=request.effort,
                 reason=request.reason,
                 selected_at=now,
+                runner=request.runner,
+                node=request.node,
             )
         ),
         created_at=now,
@@ -588,6 +599,8 @@ def adopt_unsigned(workspace: Workspace, record: UnitRecord, request: Request) -
                 effort=request.effort,
                 reason=request.reason,
                 selected_at=iso_z(),
+                runner=request.runner,
+                node=request.node,
             )
     signing.vouch(record, *unsigned)
     return unsigned
@@ -612,6 +625,8 @@ def compare_for_resume(workspace: Workspace, record: UnitRecord, request: Reques
         ("model", current.model, request.model),
         ("effort", current.effort, request.effort),
         ("reason", current.reason, request.reason),
+        ("runner", current.runner_kind, request.runner or "local"),
+        ("node", current.node, request.node),
         ("scope", record.scope, request.scope),
         ("validation", record.validation, request.validation),
         ("setup", record.setup, request.setup),

@@ -5,7 +5,9 @@ Each works on the unit's worktree through `pair.api` in-process, never through a
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pair import api as pair_api
 from registry.errors import StateError
@@ -15,6 +17,59 @@ from unitmgr import port_leases
 from unitmgr.lifecycle.journal import Journal, StepOutcome
 from unitmgr.ownership import Ownership
 from unitmgr.units import first_turn_resend
+
+if TYPE_CHECKING:
+    from unitmgr.config import ProjectConfig
+
+
+def runner_choice(
+    runner: str | None,
+    node: str | None,
+    config: ProjectConfig | Callable[[], ProjectConfig],
+    *,
+    current: Staffing | None = None,
+) -> pair_api.RunnerChoice:
+    """Where a unit's turns run (SPEC 4.3): `--runner` (with `--node`, else any node), else
+    `current`'s runner (a restaff keeps the unit's own, and its node unless `--node` names
+    another: a unit never moves runner silently), else the config's `runner`;
+    a ray choice takes the config's `[ray] address`. Refused before anything is written:
+    `unknown-runner`, `invalid-node` (a bad name, or `--node` without ray),
+    `ray-auth-required` (a non-loopback address without Ray's token auth) and
+    `runner-unavailable` (Ray does not import). Contacts no cluster;
+    `config` may be a function that loads it: a restaff that stays local never reads it."""
+
+    def loaded() -> ProjectConfig:
+        return config() if callable(config) else config
+
+    if runner is None and current is not None:
+        kind = current.runner_kind
+        node = node if node is not None else current.node
+    else:
+        kind = runner if runner is not None else str(loaded().value("runner"))
+    address = loaded().value("ray.address") if kind == "ray" else None
+    choice = pair_api.RunnerChoice(kind=kind, node=node, address=address)
+    pair_api.check_choice(choice)
+    return choice
+
+
+def session_runner(record: UnitRecord, staffing: Staffing) -> pair_api.RunnerChoice:
+    """The choice `pair init` signs into the session: the staffing's runner and node, and the
+    config's `[ray] address` now (approved again when a file gives it: it may have changed
+    since the command's first check)."""
+    if staffing.runner_kind == "local":
+        return pair_api.RunnerChoice()
+    from unitmgr import config_trust
+    from unitmgr.config import load_config
+
+    common_dir = Path(record.common_git_dir)
+    config = load_config(Path(record.repository), common_dir)
+    config_trust.require_approved(
+        config, "ray.address", common_dir=common_dir, toplevel=Path(record.repository)
+    )
+    choice = pair_api.RunnerChoice(
+        kind=staffing.runner_kind, node=staffing.node, address=config.value("ray.address")
+    )
+    return choice
 
 
 def init_pair(
@@ -49,6 +104,9 @@ def init_pair(
         notify=notify,  # whom its supervisors tell when a turn ends (SPEC 3.15)
         # Every turn's partner gets the unit's ports (SPEC 3.19), whoever sends the turn.
         environment=port_leases.variables(record.ports),
+        # Where its turns run (SPEC 4.3), signed into the session: always passed, so a unit
+        # moved back to this machine leaves no earlier ray choice behind.
+        runner=session_runner(record, staffing),
     )
     record.pair = PairRef(
         sid=result["sid"],

@@ -12,14 +12,13 @@ different target is refused naming the field.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from pair import api as pair_api
 from pair.identity import identity_home, refuse_same_cli
 from pair.partners import adapter_for
-from registry.errors import RetryableError, Rewrite, StateError, ToolError, UsageError
+from registry.errors import RetryableError, Rewrite, StateError, ToolError
 from registry.records import Staffing, UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import git, notify, validation
@@ -47,46 +46,11 @@ PHASE_AFTER = {
     "verify-target": "starting-target",
     "send-checkpoint": "starting-target",
 }
-TARGET_FIELDS = ("identity", "lead", "partner", "model", "effort", "reason")
-PLACEHOLDER = re.compile(r"<[A-Z|]+>")  # what a missing-option next puts where a value goes
-
-
-RESTAFF_PLACEHOLDERS = {
-    "--lead": "<LEAD>",
-    "--partner": "<PARTNER>",
-    "--reason": "<TEXT>",
-    "--model": "<COMMAND>",
-    "--effort": "<EFFORT>",
-}
-
-
-def _missing(options: RestaffOptions) -> None:
-    """Every missing option at once (as create names them): `--lead`, `--partner`, `--reason`,
-    and beside another missing one the effort the partner needs or the script's command line
-    (alone, each keeps its own refusal). A `<PLACEHOLDER>` pasted back unfilled is missing."""
-
-    def unset(value: str | None) -> bool:
-        return value is None or not value.strip() or PLACEHOLDER.fullmatch(value) is not None
-
-    given = {"--lead": options.lead, "--partner": options.partner, "--reason": options.reason}
-    missing = [flag for flag, value in given.items() if unset(value)]
-    if missing and options.partner in validation.EFFORT_REQUIRED and unset(options.effort):
-        missing.append("--effort")
-    if missing and options.partner == "script" and unset(options.model):
-        missing.append("--model")
-    if not missing:
-        return
-    listed = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
-    raise UsageError(
-        "missing-option",
-        f"restaff requires {listed}",
-        detail={"missing": missing},
-        next_command=Rewrite(set_options={flag: RESTAFF_PLACEHOLDERS[flag] for flag in missing}),
-    )
+TARGET_FIELDS = ("identity", "lead", "partner", "model", "effort", "reason", "runner", "node")
 
 
 def _target(options: RestaffOptions) -> dict[str, Any]:
-    _missing(options)
+    validation.refuse_missing_restaff_options(options)
     lead, partner, reason = options.lead, options.partner, options.reason
     assert lead is not None and partner is not None and reason is not None
     validation.staffing(
@@ -118,6 +82,7 @@ def run(repo: str, options: RestaffOptions) -> dict[str, Any]:
     seconds = validation.lock_timeout(options.lock_timeout)
     target = _target(options)
     record = load(workspace, unit_id)
+    target.update(_runner_target(workspace, options, record))  # refused before any write
     if options.dry_run:
         # As create's: a dry run starts no process but read-only git, so it skips the live model
         # catalog below (a model the catalog cannot resolve is refused by the real restaff).
@@ -138,6 +103,29 @@ def run(repo: str, options: RestaffOptions) -> dict[str, Any]:
         record = load(workspace, unit_id)
         resumed_from = _admit(workspace, record, target)
         return Restaffer(workspace, record, target).run(resumed_from)
+
+
+def _runner_target(
+    workspace: Workspace, options: RestaffOptions, record: UnitRecord
+) -> dict[str, Any]:
+    """`{runner, node}` of the target (SPEC 4.3): `--runner`/`--node`, else the unit's own (a
+    restaff moves a unit only when asked). The config is read only for a ray target (its `[ray]
+    address`, approved like a command when a file gives it)."""
+    from unitmgr import config_trust
+    from unitmgr.config import load_config
+    from unitmgr.lifecycle.pairing import runner_choice
+
+    def config() -> Any:
+        return load_config(workspace.toplevel, workspace.common_git_dir)
+
+    current = record.staffing.current if record.staffing is not None else None
+    choice = runner_choice(options.runner, options.node, config, current=current)
+    if choice.kind == "ray":
+        common_dir, toplevel = workspace.common_git_dir, workspace.toplevel
+        config_trust.require_approved(
+            config(), "ray.address", common_dir=common_dir, toplevel=toplevel
+        )
+    return {"runner": None if choice.kind == "local" else choice.kind, "node": choice.node}
 
 
 def _admit(workspace: Workspace, record: UnitRecord, target: dict[str, Any]) -> str | None:
@@ -229,6 +217,8 @@ class Restaffer:
             effort=target.get("effort"),
             reason=target.get("reason") or "",
             selected_at=pending.get("requested_at"),
+            runner=target.get("runner"),
+            node=target.get("node"),
         )
 
     def run(self, resumed_from: str | None) -> dict[str, Any]:
@@ -304,6 +294,8 @@ class Restaffer:
             "model": staffing.model,
             "effort": staffing.effort,
             "reason": staffing.reason,
+            "runner": staffing.runner,
+            "node": staffing.node,
         }
 
     # -- steps ---------------------------------------------------------------------------------

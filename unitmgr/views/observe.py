@@ -13,6 +13,7 @@ Over ~400 lines because `list` and `status --all` describe a unit from the same 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import time
 from pathlib import Path
@@ -82,10 +83,34 @@ def pull_requests(forge: Forge, record: UnitRecord) -> list[dict[str, Any]] | di
 def describe(
     record: UnitRecord, rows: dict[str, git.WorktreeRow], forge: Forge | None = None
 ) -> dict[str, Any]:
-    """The record with `observed` inside it (SPEC 3.0 output shapes)."""
+    """The record with `observed` inside it (SPEC 3.0 output shapes), and `runner` for a unit
+    whose turns run on another machine (SPEC 4.3)."""
     view = record.to_json()
     view["observed"] = observed(record, rows, forge)
+    runner = runner_view(record, view["observed"]["pair"])
+    if runner is not None:
+        view["runner"] = runner
     return view
+
+
+# An ISO time as the lead's supervisor writes it; anything else in the (executor-writable)
+# marker is shown as unknown.
+_HEARTBEAT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,15}Z")
+
+
+def runner_view(record: UnitRecord, pair: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`{kind, node, heartbeat_at}` for a unit on another machine (SPEC 4.3), None for one on
+    this machine. Files only: kind and node from the record's signed staffing, `heartbeat_at`
+    from the in-flight marker as `pair.api.read_status` read it (None between turns) — never
+    the cluster."""
+    staffing = record.staffing.current if record.staffing is not None else None
+    if staffing is None or staffing.runner is None:
+        return None
+    in_flight = pair.get("in_flight") if pair and pair.get("ok") else None
+    heartbeat = in_flight.get("runner_heartbeat_at") if isinstance(in_flight, dict) else None
+    if not isinstance(heartbeat, str) or not _HEARTBEAT.fullmatch(heartbeat):
+        heartbeat = None
+    return {"kind": staffing.runner, "node": staffing.node, "heartbeat_at": heartbeat}
 
 
 # -- recovery --------------------------------------------------------------------------------
@@ -124,6 +149,10 @@ def create_command(workspace: Workspace, record: UnitRecord) -> str:
             parts += ["--effort", staffing.effort]
         if staffing.identity != "default" or staffing.partner == record.lead:
             parts += ["--identity", staffing.identity]
+        if staffing.runner is not None:  # a resume compares it, whatever the config says
+            parts += ["--runner", staffing.runner]
+            if staffing.node is not None:
+                parts += ["--node", staffing.node]
     if record.issue is not None:
         parts += ["--issue", str(record.issue)]
     if record.setup is not None and "setup" not in unsigned:
@@ -142,9 +171,25 @@ RESUME_SIGNED = ("validation", "setup", "staffing.current", "task")
 SUPPLY_AGAIN = {
     "validation": ["--validation"],
     "setup": ["--setup"],
-    "staffing.current": ["--partner", "--reason", "--model", "--effort", "--identity"],
+    "staffing.current": [
+        "--partner",
+        "--reason",
+        "--model",
+        "--effort",
+        "--identity",
+        "--runner",
+        "--node",
+    ],
     "task": ["--task-file"],
-    "pending_staffing": ["--partner", "--reason", "--model", "--effort", "--identity"],
+    "pending_staffing": [
+        "--partner",
+        "--reason",
+        "--model",
+        "--effort",
+        "--identity",
+        "--runner",
+        "--node",
+    ],
 }
 
 
@@ -341,11 +386,19 @@ def restaff_command(workspace: Workspace, record: UnitRecord) -> str:
         ("--model", "model"),
         ("--effort", "effort"),
         ("--identity", "identity"),
+        ("--runner", "runner"),
+        ("--node", "node"),
     ):
         value = pending.get(key)
         if value is not None and not (key == "identity" and value == "default"):
             parts += [option, str(value)]
+    if pending and pending.get("runner") is None and _current_runner(record) is not None:
+        parts += ["--runner", "local"]  # the target is this machine: say so, not "keep it"
     return _command(workspace, *parts)
+
+
+def _current_runner(record: UnitRecord) -> str | None:
+    return record.staffing.current.runner if record.staffing is not None else None
 
 
 def busy_holder(workspace: Workspace, unit_id: str) -> dict[str, Any] | None:
@@ -561,6 +614,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             "base": record.base,
             "partner": record.partner,
             "identity": record.identity,
+            **_runner_field(record, status),
             "ports": list(record.ports),
             "pair": _pair_summary(status, busy=busy),
             "worktree": worktree,
@@ -594,6 +648,11 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
         **config_changes(workspace, entries),
         **config.warning_field(warning),
     }
+
+
+def _runner_field(record: UnitRecord, status: dict[str, Any]) -> dict[str, Any]:
+    runner = runner_view(record, status)
+    return {"runner": runner} if runner is not None else {}
 
 
 def unattributed_changes(

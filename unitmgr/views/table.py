@@ -166,6 +166,7 @@ def status_all(document: dict[str, Any]) -> str:
         if (unit.get("recovery") or {}).get("needed"):
             notes.append(_recovery(unit))
     text = _rows(header, rows, widths) if rows else "no units"
+    notes += _runner_notes(document["units"])
     notes += _waiting(document["units"], document.get("observed_at"))
     notes += [
         _note(f"  {u['unit_id']} {u['feedback']}") for u in document["units"] if u.get("feedback")
@@ -175,6 +176,24 @@ def status_all(document: dict[str, Any]) -> str:
         a, b = overlap["units"]
         notes.append(_note(f"! overlap {a} / {b}: " + ", ".join(overlap["files"][:3])))
     return "\n".join([text, *notes]) + "\n"
+
+
+def runner_cell(runner: Any) -> str | None:
+    """`ray gpu1` (or `ray any node`) for a unit on another machine (SPEC 4.3), None here."""
+    if not isinstance(runner, dict) or not runner.get("kind"):
+        return None
+    return f"{runner['kind']} {runner.get('node') or 'any node'}"
+
+
+def _runner_notes(units: list[dict[str, Any]]) -> list[str]:
+    """One line per unit on another machine: its node and the lead's last heartbeat."""
+    notes = []
+    for unit in units:
+        where = runner_cell(unit.get("runner"))
+        if where is not None:
+            beat = unit["runner"].get("heartbeat_at") or "- (no turn in flight)"
+            notes.append(_note(f"  {unit['unit_id']} runs on {where}, heartbeat {beat}"))
+    return notes
 
 
 def ports_cell(ports: Any) -> str:
@@ -205,6 +224,7 @@ def list_units(document: dict[str, Any]) -> str:
         if recovery.get("needed"):
             notes.append(_recovery(unit))
     text = _rows(header, rows, widths) if rows else "no units"
+    notes += _runner_notes(document["units"])
     notes += _waiting(document["units"], None)
     notes += _config_notes(document)
     return "\n".join([text, *notes]) + "\n"
@@ -226,6 +246,10 @@ def status_unit(document: dict[str, Any]) -> str:
         + ("in flight" if pair.get("in_flight") else "idle"),
         f"receipt    {receipt.get('status', '-')}  {_cut(receipt.get('reason'), 50)}",
     ]
+    where = runner_cell(unit.get("runner"))
+    if where is not None:
+        beat = unit["runner"].get("heartbeat_at") or "-"
+        lines.append(f"runner     {where}  heartbeat {beat}")
     if unit.get("error"):
         lines.append(f"error      {_cut(unit['error'], 68)}")
     lines += _config_notes(document)

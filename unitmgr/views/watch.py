@@ -22,7 +22,7 @@ from registry.errors import Rewrite, UsageError
 from registry.output import Rendered
 from unitmgr.views import observe
 from unitmgr.views.attention import NEEDS_LEAD, age_at, waiting_on_you
-from unitmgr.views.table import config_warning_text, ports_cell
+from unitmgr.views.table import config_warning_text, ports_cell, runner_cell
 from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace
 
@@ -205,7 +205,7 @@ def frame(document: dict[str, Any]) -> Any:
         table.add_row(
             label,
             Text(str(unit.get("lifecycle", "-"))),
-            Text(str(unit.get("partner") or "-")),
+            _partner_cell(unit),
             Text(_turn(pair)),
             Text(_size(turn.get("bytes"))),
             Text(
@@ -226,6 +226,19 @@ def frame(document: dict[str, Any]) -> Any:
             Text(f"overlap {first} / {second}: " + ", ".join(overlap["files"][:5]), style="yellow")
         )
     return Group(*parts)
+
+
+def _partner_cell(unit: dict[str, Any]) -> Any:
+    """The partner, and under it where a unit on another machine runs (SPEC 4.3) with the
+    lead's last heartbeat."""
+    from rich.text import Text
+
+    cell = Text(str(unit.get("partner") or "-"))
+    where = runner_cell(unit.get("runner"))
+    if where is not None:
+        beat = unit["runner"].get("heartbeat_at")
+        cell.append(f"\n{where}" + (f" hb {beat[11:19]}" if beat else ""), style="dim")
+    return cell
 
 
 def run(repo: str, *, interval: float, once: bool) -> Rendered:

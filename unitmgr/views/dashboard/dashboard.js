@@ -199,6 +199,14 @@ function recoveryCell(unit) {
   return cell;
 }
 
+// Where a unit on another machine runs (SPEC 4.3), from status --all's `runner`: files only.
+function runnerOf(unit) {
+  const runner = unit.runner;
+  if (!runner || !runner.kind) return null;
+  const beat = runner.heartbeat_at ? ` · heartbeat ${since(runner.heartbeat_at) || "now"} ago` : "";
+  return `on ${runner.kind} ${runner.node || "any node"}${beat}`;
+}
+
 function renderUnits(units) {
   const body = document.querySelector("#units tbody");
   const showPulls = units.some((unit) => pullsOf(unit.unit_id) !== undefined);
@@ -216,7 +224,8 @@ function renderUnits(units) {
         unit.feedback ? el("div", { class: "sub feedback", text: unit.feedback }) : null),
       el("td", { class: "lifecycle", text: unit.lifecycle || "-" }),
       el("td", { class: "partner" }, el("div", { text: unit.partner || "-" }),
-        model ? el("div", { class: "sub", title: model, text: model.length > 48 ? model.slice(0, 47) + "…" : model }) : null),
+        model ? el("div", { class: "sub", title: model, text: model.length > 48 ? model.slice(0, 47) + "…" : model }) : null,
+        runnerOf(unit) ? el("div", { class: "sub runner", text: runnerOf(unit) }) : null),
       turnCell(unit.pair),
       branchCell(unit),
       worktreeCell(unit));
