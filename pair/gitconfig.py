@@ -204,7 +204,22 @@ def _subsection(key: str) -> str:
     return key.split(".", 1)[1].rsplit(".", 1)[0]
 
 
+# The last listing `neutral_pins` derived pins from, and them: `LISTINGS` hands every git call
+# of a batch the same (unchanged) list, so a `status --all` of 1000 units derives them once.
+_LAST_PINS: dict[str, tuple[list[ConfigEntry], int, tuple[tuple[str, str], ...]]] = {}
+
+
 def neutral_pins(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
+    """`_neutral_pins(entries)`, derived again only for another listing than the last one."""
+    last = _LAST_PINS.get("last")
+    if last is not None and last[0] is entries and last[1] == len(entries):
+        return list(last[2])
+    pins = _neutral_pins(entries)
+    _LAST_PINS["last"] = (entries, len(entries), tuple(pins))
+    return pins
+
+
+def _neutral_pins(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
     """The `(key, value)` pairs a lead's git call passes as command-line config, which wins over
     every config file: ALWAYS_PINS; `protocol.allow=never` with file, https and ssh allowed;
     every remote's `uploadpack`/`receivepack` pinned to git's own programs; `diff.external`

@@ -513,31 +513,79 @@ def facts_by_unit(
 
 
 def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> dict[str, Any]:
-    """The `status --all` document; `scanner` (held by `unit watch`) reuses unchanged facts."""
+    """The `status --all` document; `scanner` (held by `unit watch`) reuses unchanged facts.
+
+    Pipelined (SPEC 7): `git worktree list` runs while the records are read; each unit's git
+    call starts as soon as its record is read and the listing is in, and this thread reads
+    the next record, the pair files and the unit lock meanwhile; the config audit's listing
+    runs beside them. Git works in its own processes, so the reads cost the batch little."""
+    from concurrent.futures import ThreadPoolExecutor
+
     now = time.time()
     observed_at = iso_from_epoch(now, milliseconds=True)
     stuck_after, warning = config.for_reads(workspace)
-    entries = workspace.scan()
-    # An empty registry needs no `git worktree list`: nothing would be matched against it.
-    rows = worktree_rows(workspace) if entries else {}
-    records = [entry for entry in entries if isinstance(entry, UnitRecord)]
-
-    # The git calls run while this thread reads the pair files and probes the unit locks: git
-    # works in its own processes, so the reads cost the batch no time of their own (SPEC 7).
+    entries: list[UnitRecord | UnreadableRecord] = []
+    records: list[UnitRecord] = []
     pairs: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {}
-    if records:
-        from concurrent.futures import ThreadPoolExecutor
+    worktrees: dict[str, tuple[dict[str, Any], list[str] | None]] = {}
+    real: dict[str, str] = {}  # unit id -> real path of its worktree
+    scanned: dict[str, tuple[int, git.WorktreeRow]] = {}  # unit id -> (scan index, row)
+    # An empty registry needs no `git worktree list`: nothing would be matched against it.
+    listing_needed = bool(workspace.registry.unit_ids())
+    with ThreadPoolExecutor(max_workers=2) as side:
+        listing = side.submit(worktree_rows, workspace) if listing_needed else None
+        run = (scanner or WorktreeScanner()).begin()
+        rows: dict[str, git.WorktreeRow] | None = None
+        unscanned: list[UnitRecord] = []  # read before the listing was in
 
-        with ThreadPoolExecutor(max_workers=1) as background:
-            scanning = background.submit(facts_by_unit, records, rows, scanner)
-            for record in records:
-                pairs[record.unit_id] = (
-                    pair_state(record),
-                    busy_holder(workspace, record.unit_id),
+        def start(record: UnitRecord) -> None:
+            assert rows is not None
+            row = rows.get(real[record.unit_id])
+            if row is None or not os.path.isdir(record.worktree):
+                worktrees[record.unit_id] = ({"present": False}, None)
+                return
+            job = WorktreeJob(
+                Path(record.worktree),
+                base_ref_of(record),
+                row.branch,
+                row.head,
+                "all" if record.setup_baseline else "normal",
+            )
+            scanned[record.unit_id] = (run.add(job), row)
+
+        try:
+            for entry in workspace.scan_each():
+                entries.append(entry)
+                if not isinstance(entry, UnitRecord):
+                    continue
+                records.append(entry)
+                real[entry.unit_id] = realpath(entry.worktree)
+                if rows is None and listing is not None and listing.done():
+                    rows = listing.result()
+                    for waiting in unscanned:
+                        start(waiting)
+                    unscanned.clear()
+                if rows is None:
+                    unscanned.append(entry)
+                else:
+                    start(entry)
+                pairs[entry.unit_id] = (
+                    pair_state(entry),
+                    busy_holder(workspace, entry.unit_id),
                 )
-            worktrees = scanning.result()
-    else:
-        worktrees = {}
+            if rows is None:
+                rows = listing.result() if listing is not None and records else {}
+                for waiting in unscanned:
+                    start(waiting)
+            audit = side.submit(config_changes, workspace, entries)
+        except BaseException:
+            run.close()  # the git calls already started end before this one does
+            raise
+        facts = run.finish()
+        by_id = {record.unit_id: record for record in records}
+        for unit_id, (index, row) in scanned.items():
+            worktrees[unit_id] = _worktree_summary(by_id[unit_id], row, facts[index])
+        changes = audit.result()
 
     units: list[dict[str, Any]] = []
     changed_files: dict[str, list[str]] = {}
@@ -570,7 +618,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             "_receipt": status.get("latest_receipt") if status.get("ok") else None,
         }
         view["recovery"] = recovery(
-            workspace, record, pair=status, row=rows.get(realpath(record.worktree)), busy=busy
+            workspace, record, pair=status, row=rows.get(real[record.unit_id]), busy=busy
         )
         view["attention"] = attention.derive(
             lifecycle=record.lifecycle,
@@ -591,7 +639,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
         "units": units,
         "overlaps": overlaps(changed_files),
         "unattributed_ref_changes": unattributed,
-        **config_changes(workspace, entries),
+        **changes,
         **config.warning_field(warning),
     }
 
