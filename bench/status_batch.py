@@ -190,12 +190,14 @@ def measure(
         if reuse is not None:
             built = {batch.count: reused(batch, env) for batch in batches}  # all before timing
         for batch in batches:
-            if reuse is None:
+            if reuse is not None:
+                seconds_built = built[batch.count]
+            elif batch.marker.exists():  # kept complete by an earlier --keep: checked, not built
+                seconds_built = reused(batch, env)
+            else:
                 seconds_built = build(batch, env)
                 note = f"{batch.count} units built ({seconds_built:.0f} s)"
                 print(note, file=sys.stderr, flush=True)
-            else:
-                seconds_built = built[batch.count]
             argv = [unit_command(), "status", "--all", "--repo", str(batch.repo)]
             walls, cpus, git_walls, git_cpus = [], [], [], []
             for _ in range(RUNS):
