@@ -361,7 +361,7 @@ def _git_dirs(cwd: str) -> tuple[str, str] | None:
             try:
                 with open(dot_git, encoding="utf-8") as handle:
                     text = handle.read(4096).strip()
-            except OSError:
+            except (OSError, UnicodeDecodeError):  # an executor's `.git` file is hostile input
                 return None
             if not text.startswith("gitdir: "):
                 return None
@@ -369,7 +369,7 @@ def _git_dirs(cwd: str) -> tuple[str, str] | None:
             try:
                 with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
                     common = os.path.normpath(os.path.join(git_dir, handle.read(4096).strip()))
-            except OSError:
+            except (OSError, UnicodeDecodeError):
                 common = git_dir
             return git_dir, common
         parent = os.path.dirname(directory)

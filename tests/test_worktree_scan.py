@@ -205,6 +205,17 @@ def test_a_worktree_removed_before_git_starts_reads_as_git_failing_there(tmp_pat
     assert unit_git.status_against(gone, branch="feat/x", upstream_ref="refs/heads/main") is None
 
 
+def test_a_worktree_whose_git_file_is_not_utf8_reads_as_git_failing_there(
+    sandbox: Sandbox,
+) -> None:
+    """An executor can write anything into its worktree's `.git` file: bytes that are not
+    UTF-8 make that worktree's git call fail (`status --all` shows its facts unknown), never
+    an exception that would take every other unit's summary down with it."""
+    path = _worktree(sandbox, "u1", "feat/u1")
+    (path / ".git").write_bytes(b"gitdir: /tmp/\xff\xfe\n")
+    assert unit_git.status_against(path, branch="feat/u1", upstream_ref="refs/heads/main") is None
+
+
 def _git_verbs(log: Path) -> list[str]:
     """Each logged git call's subcommand (past `-c key=value` and `--no-optional-locks`)."""
     verbs = []
