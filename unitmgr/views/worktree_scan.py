@@ -16,6 +16,13 @@ A `WorktreeScanner(reuse=True)` (held by `unit watch`, later `unit serve`) skips
 for a worktree whose HEAD, index, base ref and directory mtimes are unchanged since its last
 call, for at most `REUSE_SECONDS` (an in-place write to a tracked file moves no directory mtime;
 references/decisions.md). This module writes nothing, takes no lock and persists nothing.
+
+`status --all` adds its jobs one at a time (`WorktreeScanner.begin()`, `ScanRun.add`), each
+git call starting while the next record is read, and the diff batch starts beside the
+remaining statuses as soon as one unit is seen ahead (`EarlyBatch`).
+
+Over ~400 lines because the per-worktree calls, the batched diffs and the reuse stamps share
+one set of jobs and one memo of committed files; split, that memo would be spread over modules.
 """
 
 from __future__ import annotations
