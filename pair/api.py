@@ -15,7 +15,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from pair.paths import PairPaths, is_log, is_receipt, state_dir_for
-from pair.transcripts import TurnFiles, render_line, turn_files
 
 if TYPE_CHECKING:
     from pair.commands.cancel import cancel, cancel_state
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from pair.commands.wait import ended_receipt, wait
     from pair.proof import turn_proof
     from pair.state import read_receipt
+    from pair.transcripts import TurnFiles, render_line, turn_files
 
 # Where each command lives: a caller pays only for the modules of the commands it uses
 # (`unit status --all` reads status and imports no runner; `pair send` loads no `init`).
@@ -44,6 +44,8 @@ _MODULE_OF = {
     **dict.fromkeys(("ended_receipt", "wait"), "wait"),
     "read_receipt": "pair.state",  # a receipt file, read as every command reads it
     "turn_proof": "pair.proof",  # what proves a bootstrap partner a unit journaled (SPEC 8)
+    # Transcript rendering: `status --all` only stats transcripts, so it never loads these.
+    **dict.fromkeys(("TurnFiles", "render_line", "turn_files"), "pair.transcripts"),
 }
 
 

@@ -35,6 +35,8 @@ from unitmgr.views.worktree_scan import WorktreeFacts, WorktreeJob, WorktreeScan
 from unitmgr.workspace import Workspace, realpath
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from unitmgr.forge import Forge
 
 DIRTY_SAMPLE = 5
@@ -42,15 +44,20 @@ IN_FLIGHT_KEYS = ("seq", "started_at", "partner_pid", "heavy_queue", "alive")
 
 
 def worktree_rows(
-    workspace: Workspace, *, settled_for: str | None = None
+    workspace: Workspace,
+    *,
+    settled_for: str | None = None,
+    listing: Callable[[], list[git.WorktreeRow]] | None = None,
 ) -> dict[str, git.WorktreeRow]:
     """Every worktree by real path. `settled_for` (a mutating command's label) lists under the
-    fetch lock (`Workspace.settled_worktrees`); a view passes nothing and never locks."""
-    rows = (
-        workspace.settled_worktrees(command=settled_for)
-        if settled_for
-        else git.list_worktrees(cwd=workspace.toplevel)
-    )
+    fetch lock (`Workspace.settled_worktrees`); a view passes nothing and never locks, or the
+    `listing` it started earlier (`quick_reads.EarlyListing`)."""
+    if settled_for:
+        rows = workspace.settled_worktrees(command=settled_for)
+    elif listing is not None:
+        rows = listing()
+    else:
+        rows = git.list_worktrees(cwd=workspace.toplevel)
     return {realpath(row.path): row for row in rows}
 
 
@@ -512,8 +519,14 @@ def facts_by_unit(
     return found
 
 
-def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> dict[str, Any]:
-    """The `status --all` document; `scanner` (held by `unit watch`) reuses unchanged facts.
+def status_all(
+    workspace: Workspace,
+    scanner: WorktreeScanner | None = None,
+    *,
+    listing: Callable[[], list[git.WorktreeRow]] | None = None,
+) -> dict[str, Any]:
+    """The `status --all` document; `scanner` (held by `unit watch`) reuses unchanged facts;
+    `listing`, a `git worktree list` the caller already started (`quick_reads.EarlyListing`).
 
     Pipelined (SPEC 7): `git worktree list` runs while the records are read; each unit's git
     call starts as soon as its record is read and the listing is in, and this thread reads
@@ -533,7 +546,9 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
     # An empty registry needs no `git worktree list`: nothing would be matched against it.
     listing_needed = bool(workspace.registry.unit_ids())
     with ThreadPoolExecutor(max_workers=2) as side:
-        listing = side.submit(worktree_rows, workspace) if listing_needed else None
+        listing_done = (
+            side.submit(worktree_rows, workspace, listing=listing) if listing_needed else None
+        )
         run = (scanner or WorktreeScanner()).begin()
         rows: dict[str, git.WorktreeRow] | None = None
         unscanned: list[UnitRecord] = []  # read before the listing was in
@@ -560,8 +575,8 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
                     continue
                 records.append(entry)
                 real[entry.unit_id] = realpath(entry.worktree)
-                if rows is None and listing is not None and listing.done():
-                    rows = listing.result()
+                if rows is None and listing_done is not None and listing_done.done():
+                    rows = listing_done.result()
                     for waiting in unscanned:
                         start(waiting)
                     unscanned.clear()
@@ -574,7 +589,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
                     busy_holder(workspace, entry.unit_id),
                 )
             if rows is None:
-                rows = listing.result() if listing is not None and records else {}
+                rows = listing_done.result() if listing_done is not None and records else {}
                 for waiting in unscanned:
                     start(waiting)
             audit = side.submit(config_changes, workspace, entries)
