@@ -15,7 +15,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from pair.paths import PairPaths, is_log, is_receipt, state_dir_for
-from pair.transcripts import TurnFiles, render_line, turn_files
 
 if TYPE_CHECKING:
     from pair.commands.cancel import cancel, cancel_state
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from pair.runners import check_choice
     from pair.runners.choice import RunnerChoice
     from pair.state import read_receipt
+    from pair.transcripts import TurnFiles, render_line, turn_files
 
 # Where each command lives: a caller pays only for the modules of the commands it uses
 # (`unit status --all` reads status and imports no runner; `pair send` loads no `init`).
@@ -49,6 +49,8 @@ _MODULE_OF = {
     # where a pair's turns run (SPEC 4.3): the choice `init` signs, and its refusals
     "RunnerChoice": "pair.runners.choice",
     "check_choice": "pair.runners",
+    # Transcript rendering: `status --all` only stats transcripts, so it never loads these.
+    **dict.fromkeys(("TurnFiles", "render_line", "turn_files"), "pair.transcripts"),
 }
 
 

@@ -204,7 +204,22 @@ def _subsection(key: str) -> str:
     return key.split(".", 1)[1].rsplit(".", 1)[0]
 
 
+# The last listing `neutral_pins` derived pins from, and them: `LISTINGS` hands every git call
+# of a batch the same (unchanged) list, so a `status --all` of 1000 units derives them once.
+_LAST_PINS: dict[str, tuple[list[ConfigEntry], int, tuple[tuple[str, str], ...]]] = {}
+
+
 def neutral_pins(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
+    """`_neutral_pins(entries)`, derived again only for another listing than the last one."""
+    last = _LAST_PINS.get("last")
+    if last is not None and last[0] is entries and last[1] == len(entries):
+        return list(last[2])
+    pins = _neutral_pins(entries)
+    _LAST_PINS["last"] = (entries, len(entries), tuple(pins))
+    return pins
+
+
+def _neutral_pins(entries: list[ConfigEntry]) -> list[tuple[str, str]]:
     """The `(key, value)` pairs a lead's git call passes as command-line config, which wins over
     every config file: ALWAYS_PINS; `protocol.allow=never` with file, https and ssh allowed;
     every remote's `uploadpack`/`receivepack` pinned to git's own programs; `diff.external`
@@ -346,7 +361,7 @@ def _git_dirs(cwd: str) -> tuple[str, str] | None:
             try:
                 with open(dot_git, encoding="utf-8") as handle:
                     text = handle.read(4096).strip()
-            except OSError:
+            except (OSError, UnicodeDecodeError):  # an executor's `.git` file is hostile input
                 return None
             if not text.startswith("gitdir: "):
                 return None
@@ -354,7 +369,7 @@ def _git_dirs(cwd: str) -> tuple[str, str] | None:
             try:
                 with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
                     common = os.path.normpath(os.path.join(git_dir, handle.read(4096).strip()))
-            except OSError:
+            except (OSError, UnicodeDecodeError):
                 common = git_dir
             return git_dir, common
         parent = os.path.dirname(directory)

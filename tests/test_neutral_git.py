@@ -242,3 +242,26 @@ def test_a_create_killed_between_the_add_and_the_checkout_resumes_to_a_full_chec
     assert resumed.code == 0 and resumed["status"] == "resumed", resumed.stdout
     assert (worktree / "README.md").read_text() == "# sandbox\n"
     assert git(worktree, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_the_child_environment_follows_every_change_of_the_parents(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`child_environment` reuses its copy of `os.environ` only while nothing in it changed: a
+    set, changed or removed variable shows in the next child's environment, and what one
+    caller adds or changes in its copy reaches no other child."""
+    from registry.environment import child_environment
+
+    name = "UNITMGR_TEST_CHILD_VARIABLE"
+    monkeypatch.delenv(name, raising=False)
+    first = child_environment({"ADDED_FOR_ONE": "1"})
+    assert first["GIT_TERMINAL_PROMPT"] == "0" and first["ADDED_FOR_ONE"] == "1"
+    first["GIT_TERMINAL_PROMPT"] = "1"
+    again = child_environment()
+    assert again["GIT_TERMINAL_PROMPT"] == "0" and "ADDED_FOR_ONE" not in again
+    monkeypatch.setenv(name, "one")
+    assert child_environment()[name] == "one"
+    monkeypatch.setenv(name, "two")
+    assert child_environment()[name] == "two"
+    monkeypatch.delenv(name)
+    assert name not in child_environment()

@@ -133,3 +133,42 @@ def test_the_stream_redactor_equals_redacting_the_whole(
 )
 def test_redaction_examples(secret_environment: None, text: str, expected: str) -> None:
     assert redact(text) == expected
+
+
+def _every_pattern_everywhere(text: str) -> str:
+    """What `redact` computes, without its "can a match start here" checks."""
+    from registry.redact import (
+        _URL_USERINFO,
+        MASK,
+        TOKEN_SHAPE,
+        _mask_userinfo,
+        _values_pattern,
+        secrets,
+    )
+
+    pattern = _values_pattern(secrets())
+    if pattern is not None:
+        text = pattern.sub(MASK, text)
+    return _URL_USERINFO.sub(_mask_userinfo, TOKEN_SHAPE.sub(MASK, text))
+
+
+# Pieces glued with no separator too: a shape right after a word, `-` or `_` is where the
+# pre-checks could go wrong.
+glued_text = st.builds(
+    "".join,
+    st.lists(
+        st.one_of(
+            WORDS,
+            st.sampled_from(SAFE),
+            st.sampled_from(SHAPES),
+            st.sampled_from(["-", "_", "a", "://", "@", "task-", "sk-", "gh", "ghs_"]),
+            st.sampled_from(list(SECRETS.values())),
+        )
+    ),
+)
+
+
+@FIXTURE_OK
+@given(st.one_of(secret_text, glued_text))
+def test_the_pre_checks_change_no_result(secret_environment: None, text: str) -> None:
+    assert redact(text) == _every_pattern_everywhere(text)

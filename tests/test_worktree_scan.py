@@ -205,6 +205,17 @@ def test_a_worktree_removed_before_git_starts_reads_as_git_failing_there(tmp_pat
     assert unit_git.status_against(gone, branch="feat/x", upstream_ref="refs/heads/main") is None
 
 
+def test_a_worktree_whose_git_file_is_not_utf8_reads_as_git_failing_there(
+    sandbox: Sandbox,
+) -> None:
+    """An executor can write anything into its worktree's `.git` file: bytes that are not
+    UTF-8 make that worktree's git call fail (`status --all` shows its facts unknown), never
+    an exception that would take every other unit's summary down with it."""
+    path = _worktree(sandbox, "u1", "feat/u1")
+    (path / ".git").write_bytes(b"gitdir: /tmp/\xff\xfe\n")
+    assert unit_git.status_against(path, branch="feat/u1", upstream_ref="refs/heads/main") is None
+
+
 def _git_verbs(log: Path) -> list[str]:
     """Each logged git call's subcommand (past `-c key=value` and `--no-optional-locks`)."""
     verbs = []
@@ -298,3 +309,28 @@ def test_status_all_over_a_realistic_batch_costs_one_git_process_per_unit(
     assert verbs.count("status") == count, verbs
     assert verbs.count("rev-list") <= 1 and verbs.count("diff-tree") <= 1, verbs
     assert len(verbs) <= count + 8, sorted(set(verbs))
+
+
+def test_records_read_one_at_a_time_are_the_whole_scan(sandbox: Sandbox) -> None:
+    """`status --all` reads records one at a time (`Workspace.scan_each`, so each unit's git
+    call starts while the next record is read): the same entries, in the same order, with the
+    same derived pair state dirs as `Workspace.scan`, an unreadable record included."""
+    from unitmgr.workspace import Workspace
+
+    for name in ("u2", "u1"):
+        _worktree(sandbox, name, f"feat/{name}")
+        write_record(
+            sandbox,
+            name,
+            worktree=str(sandbox.worktree(name)),
+            pair={"sid": "s", "state_dir": "/planted/elsewhere"},
+        )
+    write_record(sandbox, "u3", pair={"sid": "s", "state_dir": "/planted"})  # no worktree
+    (sandbox.registry / "units" / "u0.json").write_text("{not json")
+    workspace = Workspace.open(str(sandbox.repo))
+    whole, each = workspace.scan(), list(workspace.scan_each())
+    assert [entry.unit_id for entry in each] == ["u0", "u1", "u2", "u3"]
+    assert [entry.to_json() for entry in each] == [entry.to_json() for entry in whole]
+    states = [getattr(getattr(entry, "pair", None), "state_dir", None) for entry in each]
+    assert states == [getattr(getattr(e, "pair", None), "state_dir", None) for e in whole]
+    assert states[1] and states[1].startswith(str(sandbox.common_dir)) and states[3] is None

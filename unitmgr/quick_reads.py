@@ -20,6 +20,7 @@ from registry.output import Rendered
 
 TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from unitmgr.git import RepositoryPaths
@@ -93,15 +94,44 @@ def status_all(*, repo: str, lock_timeout: str, format_name: str) -> dict[str, A
             **warning_field(warning),
         }
     else:
+        listing = EarlyListing(paths.toplevel)  # runs while the views are imported
         from unitmgr.views import observe
         from unitmgr.workspace import Workspace
 
-        document = observe.status_all(Workspace.at(paths))
+        document = observe.status_all(Workspace.at(paths), listing=listing.rows)
     if fmt == "table":
         from unitmgr.views import table
 
         return Rendered(table.status_all(document))
     return document
+
+
+class EarlyListing:
+    """`git worktree list` started in a thread before `status --all` imports its views (about
+    40 ms of imports that the listing, and the config listing its pins need, now run beside);
+    `rows()` waits for it and answers as `git.list_worktrees` does, raising what it raised."""
+
+    def __init__(self, toplevel: Path) -> None:
+        import threading
+
+        self._found: list[Any] = []
+        self._thread = threading.Thread(target=self._list, args=(toplevel,), daemon=True)
+        self._thread.start()
+
+    def _list(self, toplevel: Path) -> None:
+        from unitmgr import git
+
+        try:
+            self._found.append(("rows", git.list_worktrees(cwd=toplevel)))
+        except BaseException as error:  # raised again in the thread that asks
+            self._found.append(("error", error))
+
+    def rows(self) -> list[Any]:
+        self._thread.join()
+        kind, value = self._found[0]
+        if kind == "error":
+            raise value
+        return list(value)
 
 
 def _resolve(repo: str) -> tuple[RepositoryPaths, bool]:

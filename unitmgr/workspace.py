@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,23 @@ class Workspace:
         entries = self.registry.scan()
         derive_pair_state_dirs(self.common_git_dir, entries)
         return entries
+
+    def scan_each(self) -> Iterator[UnitRecord | UnreadableRecord]:
+        """What `scan` returns, one record at a time as it is read (`status --all` starts a
+        unit's git call while it reads the next record)."""
+        from pair.paths import state_dir_for  # here: an empty registry's reads stay light
+
+        admins: dict[str, Path] | None = None
+        for unit_id in self.registry.unit_ids():
+            entry = self.registry.read_any(unit_id)
+            if entry is None:
+                continue
+            if isinstance(entry, UnitRecord) and entry.pair is not None:
+                if admins is None:
+                    admins = admin_dirs(self.common_git_dir)
+                admin = admins.get(os.path.normpath(entry.worktree))
+                entry.pair.state_dir = str(state_dir_for(admin)) if admin is not None else None
+            yield entry
 
     def settled_worktrees(
         self, *, command: str, deadline: Deadline | None = None, write_nothing: bool = False

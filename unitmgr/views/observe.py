@@ -36,6 +36,8 @@ from unitmgr.views.worktree_scan import WorktreeFacts, WorktreeJob, WorktreeScan
 from unitmgr.workspace import Workspace, realpath
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from unitmgr.forge import Forge
 
 DIRTY_SAMPLE = 5
@@ -43,15 +45,20 @@ IN_FLIGHT_KEYS = ("seq", "started_at", "partner_pid", "heavy_queue", "alive")
 
 
 def worktree_rows(
-    workspace: Workspace, *, settled_for: str | None = None
+    workspace: Workspace,
+    *,
+    settled_for: str | None = None,
+    listing: Callable[[], list[git.WorktreeRow]] | None = None,
 ) -> dict[str, git.WorktreeRow]:
     """Every worktree by real path. `settled_for` (a mutating command's label) lists under the
-    fetch lock (`Workspace.settled_worktrees`); a view passes nothing and never locks."""
-    rows = (
-        workspace.settled_worktrees(command=settled_for)
-        if settled_for
-        else git.list_worktrees(cwd=workspace.toplevel)
-    )
+    fetch lock (`Workspace.settled_worktrees`); a view passes nothing and never locks, or the
+    `listing` it started earlier (`quick_reads.EarlyListing`)."""
+    if settled_for:
+        rows = workspace.settled_worktrees(command=settled_for)
+    elif listing is not None:
+        rows = listing()
+    else:
+        rows = git.list_worktrees(cwd=workspace.toplevel)
     return {realpath(row.path): row for row in rows}
 
 
@@ -565,32 +572,88 @@ def facts_by_unit(
     return found
 
 
-def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> dict[str, Any]:
-    """The `status --all` document; `scanner` (held by `unit watch`) reuses unchanged facts."""
+def status_all(
+    workspace: Workspace,
+    scanner: WorktreeScanner | None = None,
+    *,
+    listing: Callable[[], list[git.WorktreeRow]] | None = None,
+) -> dict[str, Any]:
+    """The `status --all` document; `scanner` (held by `unit watch`) reuses unchanged facts;
+    `listing`, a `git worktree list` the caller already started (`quick_reads.EarlyListing`).
+
+    Pipelined (SPEC 7): `git worktree list` runs while the records are read; each unit's git
+    call starts as soon as its record is read and the listing is in, and this thread reads
+    the next record, the pair files and the unit lock meanwhile; the config audit's listing
+    runs beside them. Git works in its own processes, so the reads cost the batch little."""
+    from concurrent.futures import ThreadPoolExecutor
+
     now = time.time()
     observed_at = iso_from_epoch(now, milliseconds=True)
     stuck_after, warning = config.for_reads(workspace)
-    entries = workspace.scan()
-    # An empty registry needs no `git worktree list`: nothing would be matched against it.
-    rows = worktree_rows(workspace) if entries else {}
-    records = [entry for entry in entries if isinstance(entry, UnitRecord)]
-
-    # The git calls run while this thread reads the pair files and probes the unit locks: git
-    # works in its own processes, so the reads cost the batch no time of their own (SPEC 7).
+    entries: list[UnitRecord | UnreadableRecord] = []
+    records: list[UnitRecord] = []
     pairs: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {}
-    if records:
-        from concurrent.futures import ThreadPoolExecutor
+    worktrees: dict[str, tuple[dict[str, Any], list[str] | None]] = {}
+    real: dict[str, str] = {}  # unit id -> real path of its worktree
+    scanned: dict[str, tuple[int, git.WorktreeRow]] = {}  # unit id -> (scan index, row)
+    # An empty registry needs no `git worktree list`: nothing would be matched against it.
+    listing_needed = bool(workspace.registry.unit_ids())
+    with ThreadPoolExecutor(max_workers=2) as side:
+        listing_done = (
+            side.submit(worktree_rows, workspace, listing=listing) if listing_needed else None
+        )
+        run = (scanner or WorktreeScanner()).begin()
+        rows: dict[str, git.WorktreeRow] | None = None
+        unscanned: list[UnitRecord] = []  # read before the listing was in
 
-        with ThreadPoolExecutor(max_workers=1) as background:
-            scanning = background.submit(facts_by_unit, records, rows, scanner)
-            for record in records:
-                pairs[record.unit_id] = (
-                    pair_state(record),
-                    busy_holder(workspace, record.unit_id),
+        def start(record: UnitRecord) -> None:
+            assert rows is not None
+            row = rows.get(real[record.unit_id])
+            if row is None or not os.path.isdir(record.worktree):
+                worktrees[record.unit_id] = ({"present": False}, None)
+                return
+            job = WorktreeJob(
+                Path(record.worktree),
+                base_ref_of(record),
+                row.branch,
+                row.head,
+                "all" if record.setup_baseline else "normal",
+            )
+            scanned[record.unit_id] = (run.add(job), row)
+
+        try:
+            for entry in workspace.scan_each():
+                entries.append(entry)
+                if not isinstance(entry, UnitRecord):
+                    continue
+                records.append(entry)
+                real[entry.unit_id] = realpath(entry.worktree)
+                if rows is None and listing_done is not None and listing_done.done():
+                    rows = listing_done.result()
+                    for waiting in unscanned:
+                        start(waiting)
+                    unscanned.clear()
+                if rows is None:
+                    unscanned.append(entry)
+                else:
+                    start(entry)
+                pairs[entry.unit_id] = (
+                    pair_state(entry),
+                    busy_holder(workspace, entry.unit_id),
                 )
-            worktrees = scanning.result()
-    else:
-        worktrees = {}
+            if rows is None:
+                rows = listing_done.result() if listing_done is not None and records else {}
+                for waiting in unscanned:
+                    start(waiting)
+            audit = side.submit(config_changes, workspace, entries)
+        except BaseException:
+            run.close()  # the git calls already started end before this one does
+            raise
+        facts = run.finish()
+        by_id = {record.unit_id: record for record in records}
+        for unit_id, (index, row) in scanned.items():
+            worktrees[unit_id] = _worktree_summary(by_id[unit_id], row, facts[index])
+        changes = audit.result()
 
     units: list[dict[str, Any]] = []
     changed_files: dict[str, list[str]] = {}
@@ -624,7 +687,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
             "_receipt": status.get("latest_receipt") if status.get("ok") else None,
         }
         view["recovery"] = recovery(
-            workspace, record, pair=status, row=rows.get(realpath(record.worktree)), busy=busy
+            workspace, record, pair=status, row=rows.get(real[record.unit_id]), busy=busy
         )
         view["attention"] = attention.derive(
             lifecycle=record.lifecycle,
@@ -645,7 +708,7 @@ def status_all(workspace: Workspace, scanner: WorktreeScanner | None = None) -> 
         "units": units,
         "overlaps": overlaps(changed_files),
         "unattributed_ref_changes": unattributed,
-        **config_changes(workspace, entries),
+        **changes,
         **config.warning_field(warning),
     }
 

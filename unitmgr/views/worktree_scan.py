@@ -16,6 +16,13 @@ A `WorktreeScanner(reuse=True)` (held by `unit watch`, later `unit serve`) skips
 for a worktree whose HEAD, index, base ref and directory mtimes are unchanged since its last
 call, for at most `REUSE_SECONDS` (an in-place write to a tracked file moves no directory mtime;
 references/decisions.md). This module writes nothing, takes no lock and persists nothing.
+
+`status --all` adds its jobs one at a time (`WorktreeScanner.begin()`, `ScanRun.add`), each
+git call starting while the next record is read, and the diff batch starts beside the
+remaining statuses as soon as one unit is seen ahead (`EarlyBatch`).
+
+Over ~400 lines because the per-worktree calls, the batched diffs and the reuse stamps share
+one set of jobs and one memo of committed files; split, that memo would be spread over modules.
 """
 
 from __future__ import annotations
@@ -25,9 +32,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from unitmgr import git
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 REUSE_SECONDS = 30.0
 _T = TypeVar("_T")
@@ -64,15 +74,19 @@ def upstream_names(base_ref: str) -> set[str]:
     return names
 
 
+def pool_size() -> int:
+    """Threads for the per-worktree git calls: two per core keeps every core busy while a
+    thread forks (each call waits on a git child, not on Python)."""
+    return min(2 * (os.cpu_count() or 1), 32)
+
+
 def concurrently(action: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
     """`action` over `items` in a thread pool sized for the cores (in order)."""
     if len(items) <= 1:
         return [action(item) for item in items]
-    # Each call waits on a git child: two per core keeps every core busy while a thread forks.
     from concurrent.futures import ThreadPoolExecutor
 
-    workers = min(len(items), 2 * (os.cpu_count() or 1), 32)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=min(len(items), pool_size())) as pool:
         return list(pool.map(action, items))
 
 
@@ -88,18 +102,36 @@ class WorktreeScanner:
         self.git_runs = 0  # worktrees whose git calls ran in the last `scan` (for tests)
 
     def scan(self, jobs: Sequence[WorktreeJob]) -> list[WorktreeFacts]:
+        run = self.begin()
+        for job in jobs:
+            run.add(job)
+        return run.finish()
+
+    def begin(self) -> ScanRun:
+        """A scan whose jobs are added one at a time, each starting its git call at once."""
         self.git_runs = 0
-        found = concurrently(self._facts, jobs)
+        return ScanRun(self)
+
+    def _complete(
+        self, jobs: Sequence[WorktreeJob], found: list[WorktreeFacts], early: EarlyBatch | None
+    ) -> list[WorktreeFacts]:
+        """Fill in the committed files of the facts still pending (units ahead of their base):
+        from the batch started early when it named their merge base, else one diff each."""
         pending = [index for index, facts in enumerate(found) if facts.committed_pending]
-        if pending:
-            committed = self._committed_batch([jobs[index] for index in pending])
-            for index, files in zip(pending, committed, strict=True):
-                found[index] = replace(found[index], committed=files, committed_pending=False)
-                if self.reuse:
-                    key = f"{jobs[index].worktree}\0{jobs[index].base_ref}"
-                    remembered = self._seen.get(key)
-                    if remembered is not None and remembered[2].committed_pending:
-                        self._seen[key] = (remembered[0], remembered[1], found[index])
+        if not pending:
+            return found
+        batched = early.result() if early is not None else {}
+        committed = self._committed_batch(
+            [jobs[index] for index in pending],
+            known=[batched.get(index) for index in pending],
+        )
+        for index, files in zip(pending, committed, strict=True):
+            found[index] = replace(found[index], committed=files, committed_pending=False)
+            if self.reuse:
+                key = f"{jobs[index].worktree}\0{jobs[index].base_ref}"
+                remembered = self._seen.get(key)
+                if remembered is not None and remembered[2].committed_pending:
+                    self._seen[key] = (remembered[0], remembered[1], found[index])
         return found
 
     def _facts(self, job: WorktreeJob) -> WorktreeFacts:
@@ -167,30 +199,17 @@ class WorktreeScanner:
             return WorktreeFacts(counts, entries, remembered), pruned
         return WorktreeFacts(counts, entries, None, committed_pending=True), pruned
 
-    def _committed_batch(self, jobs: list[WorktreeJob]) -> list[list[str] | None]:
+    def _committed_batch(
+        self, jobs: list[WorktreeJob], *, known: Sequence[list[str] | None] | None = None
+    ) -> list[list[str] | None]:
         """The committed changes of `jobs` (all ahead of their base), batched per base; memoized
-        by (worktree, base, HEAD): the answer only changes when HEAD moves."""
-        found: dict[int, list[str] | None] = {}
-        by_base: dict[str, list[int]] = {}
-        for index, job in enumerate(jobs):
-            if job.head is not None:
-                by_base.setdefault(job.base_ref, []).append(index)
-        for base_ref, indexes in by_base.items():
-            cwd = jobs[indexes[0]].worktree
-            heads = sorted({str(jobs[index].head) for index in indexes})
-            commits = git.commits_ahead_with_parents(base_ref, heads, cwd=cwd)
-            if commits is None:
-                continue
-            pairs: list[tuple[str, str]] = []
-            paired: list[int] = []
-            for index in indexes:
-                merge_base = _merge_base(str(jobs[index].head), commits)
-                if merge_base is not None:
-                    pairs.append((str(jobs[index].head), merge_base))
-                    paired.append(index)
-            changed = git.changed_between(pairs, cwd=cwd)
-            if changed is not None:
-                found.update(zip(paired, changed, strict=True))
+        by (worktree, base, HEAD): the answer only changes when HEAD moves. With `known` (what
+        a batch started earlier found, None where it named no merge base) no batch runs again:
+        the rest get one `git diff` each."""
+        if known is None:
+            found = _batched_by_base(jobs)
+        else:
+            found = {index: files for index, files in enumerate(known) if files is not None}
         alone = [index for index in range(len(jobs)) if index not in found]
         for index, files in zip(
             alone,
@@ -219,6 +238,36 @@ class WorktreeScanner:
             parts.append(_mtime(path))
         parts.extend(_directory_mtimes(job.worktree, self._pruned.get(str(job.worktree), set())))
         return tuple(parts)
+
+
+def _batched_by_base(jobs: Sequence[WorktreeJob]) -> dict[int, list[str] | None]:
+    """The committed changes of the `jobs` whose merge base a walk names, by index: per base
+    one `git rev-list --parents HEADS --not BASE`, then one `git diff-tree --stdin` over every
+    (HEAD, merge base) pair. A HEAD at or behind its base adds nothing to either."""
+    found: dict[int, list[str] | None] = {}
+    by_base: dict[str, list[int]] = {}
+    for index, job in enumerate(jobs):
+        if job.head is not None:
+            by_base.setdefault(job.base_ref, []).append(index)
+    for base_ref, indexes in by_base.items():
+        cwd = jobs[indexes[0]].worktree
+        heads = sorted({str(jobs[index].head) for index in indexes})
+        commits = git.commits_ahead_with_parents(base_ref, heads, cwd=cwd)
+        if commits is None:
+            continue
+        pairs: list[tuple[str, str]] = []
+        paired: list[int] = []
+        for index in indexes:
+            merge_base = _merge_base(str(jobs[index].head), commits)
+            if merge_base is not None:
+                pairs.append((str(jobs[index].head), merge_base))
+                paired.append(index)
+        if not pairs:
+            continue
+        changed = git.changed_between(pairs, cwd=cwd)
+        if changed is not None:
+            found.update(zip(paired, changed, strict=True))
+    return found
 
 
 def _merge_base(head: str, commits: dict[str, list[str]]) -> str | None:
@@ -287,3 +336,86 @@ def _directory_mtimes(root: Path, pruned: set[str]) -> list[tuple[str, int]]:
         except OSError:
             found.append((relative, -1))
     return found
+
+
+class EarlyBatch:
+    """The committed changes of a scan's jobs, batched (`_batched_by_base`) in a thread of its
+    own while their `git status` calls still run: started once every job is known and one of
+    them is seen ahead of its base (a batch where nobody is ahead runs no `rev-list`)."""
+
+    def __init__(self, jobs: list[WorktreeJob], indexes: list[int]) -> None:
+        import threading
+
+        self._indexes = indexes
+        self._found: dict[int, list[str] | None] = {}
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=([jobs[index] for index in indexes],), daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, jobs: list[WorktreeJob]) -> None:
+        try:
+            batched = _batched_by_base(jobs)
+        except BaseException as error:  # raised again in the caller's thread
+            self._error = error
+            return
+        self._found = {self._indexes[position]: files for position, files in batched.items()}
+
+    def result(self) -> dict[int, list[str] | None]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._found
+
+
+class ScanRun:
+    """One scan of `WorktreeScanner.begin()`: each `add` starts its job's git call in the pool
+    at once (the caller reads the next record meanwhile); `finish` waits for them all."""
+
+    def __init__(self, scanner: WorktreeScanner) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._scanner = scanner
+        self._jobs: list[WorktreeJob] = []
+        self._futures: list[Future[WorktreeFacts]] = []
+        self._pool = ThreadPoolExecutor(max_workers=pool_size())
+
+    def add(self, job: WorktreeJob) -> int:
+        """Start `job`'s git call; its index in `finish`'s answer."""
+        self._jobs.append(job)
+        self._futures.append(self._pool.submit(self._scanner._facts, job))
+        return len(self._jobs) - 1
+
+    def finish(self) -> list[WorktreeFacts]:
+        """Every job's facts, in the order added. The committed changes of units ahead are
+        batched as soon as the first of them is seen, while the other git calls still run."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        try:
+            early: EarlyBatch | None = None
+            waiting = set(self._futures)
+            while waiting:
+                done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                if any(future.result().committed_pending for future in done):
+                    early = self._start_batch()
+                    break
+            found = [future.result() for future in self._futures]
+        finally:
+            self._pool.shutdown(wait=True)
+        return self._scanner._complete(self._jobs, found, early)
+
+    def close(self) -> None:
+        """Wait for the git calls already started, without their answers (the caller failed)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _start_batch(self) -> EarlyBatch | None:
+        """The batch over every job with a HEAD whose answer is not memoized (those already
+        known need none; one at its base adds nothing to the batch)."""
+        memo = self._scanner._committed
+        indexes = [
+            index
+            for index, job in enumerate(self._jobs)
+            if job.head is not None and (str(job.worktree), job.base_ref, job.head) not in memo
+        ]
+        return EarlyBatch(self._jobs, indexes) if indexes else None
