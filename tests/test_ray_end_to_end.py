@@ -3,8 +3,10 @@
 `unit create --runner ray --node n2` with the config's `[ray] address` approved, a turn whose
 commit lands in the lead's branch and worktree, `unit status --all` naming where it runs,
 `unit restaff --runner local` (the fixture's cluster offers one executor node: the move is back
-to this machine) whose next turn runs here, and `unit dismantle --force` leaving no actor on the
-cluster. The two-node cluster is the session's `cluster` fixture (tests/conftest.py).
+to this machine) whose next turn runs here and which retires the unit's actor and the node's
+copy, `unit dismantle --force`; then a second unit dismantled while still on the node, whose
+`end-pair` retires its actor. The cluster is asked for the actors by name. The two-node
+cluster is the session's `cluster` fixture (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -98,3 +100,13 @@ def test_a_unit_on_the_second_node_end_to_end(
     assert not worktree.exists()
     assert "u1" not in _units(sandbox)
     assert not _actor_alive(cluster, actor)
+
+    # A unit dismantled while still on the node: its `end-pair` retires the actor there.
+    _ok(sandbox.create("u2", "--runner", "ray", "--node", ray_cluster.NODE, model=model))
+    assert sandbox.wait_turn("u2")["status"] == "replied"
+    second = f"unitmgr/{repository_id(sandbox.common_dir)}/u2"
+    dismantled = _ok(sandbox.unit("dismantle", "--unit", "u2", "--force", "u2"))
+    end_pair = next(step for step in dismantled["done"] if step["step"] == "end-pair")
+    assert end_pair["detail"]["runner"] == {"actor": second, "released": True}, end_pair
+    assert not _actor_alive(cluster, second)
+    assert not any(Path(cluster.environment["UNITMGR_NODE_ROOT"]).glob("*u2*"))
