@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import pytest
 
 from tests import cli_client as cli_zygote
+from tests import ray_cluster
 from unitmgr import demo
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -436,6 +437,14 @@ def _stop_leftover_turns(box: Sandbox) -> None:
                 process.kill()
         except (psutil.Error, OSError):
             continue
+
+
+@pytest.fixture(scope="session")  # once per xdist worker, shared by every Ray test
+def cluster() -> Iterator[ray_cluster.RayCluster]:
+    """The real two-node Ray cluster (tests/ray_cluster.py); a skip without Ray."""
+    handle = ray_cluster.start()
+    yield handle
+    ray_cluster.stop(handle)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,7 +6,8 @@ it is parametrized over `LocalRunner` and `RayRunner` (SPEC 4.3: a unit's actor 
 node of a real two-node `ray.cluster_utils.Cluster`, started once for the module,
 tests/ray_cluster.py), and both pass these tests unchanged. The Ray runner's own failure cases
 (a node killed mid-turn, a stale epoch's bundle, a lead supervisor killed and re-attached) follow
-at the end. The cluster is started once per xdist worker that runs a Ray test.
+at the end. The cluster (the `cluster` fixture, tests/conftest.py) is started once per xdist
+worker that runs a Ray test.
 
 Each turn's work is the shell script in its body: the pair's script partner runs
 `sed 1,2d | sh` (the prompt without its header line and the blank line after it).
@@ -74,13 +75,6 @@ class Harness:
 
 RAY = pytest.param("ray", marks=pytest.mark.slow)
 RUNNERS = ["local", RAY]
-
-
-@pytest.fixture(scope="session")  # once per xdist worker
-def cluster() -> Iterator[ray_cluster.RayCluster]:
-    handle = ray_cluster.start()
-    yield handle
-    ray_cluster.stop(handle)
 
 
 def ray_options(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pair.commands.clear import clear_state
 from pair.commands.shared import locate_paths, require_session
-from pair.errors import StateError
+from pair.errors import StateError, ToolError
 from pair.paths import PairPaths
 from pair.state import marker_mutex
 from registry.atomic import ensure_private_dir
@@ -53,5 +53,25 @@ def close_state(state_dir: str | Path) -> dict[str, Any]:
     A live turn is refused (`turn-in-flight`)."""
     paths = PairPaths(Path(state_dir))
     cleared = clear_state(paths.state_dir)["status"] if paths.marker_file.exists() else None
+    released = release_runner(paths) if paths.session_file.exists() else None
     ended = end_state(paths.state_dir)["ended_dir"] if paths.session_file.exists() else None
-    return {"cleared": cleared, "ended_dir": ended}
+    closed: dict[str, Any] = {"cleared": cleared, "ended_dir": ended}
+    if released is not None:
+        closed["runner"] = released
+    return closed
+
+
+def release_runner(paths: PairPaths) -> dict[str, Any] | None:
+    """What the session's runner holds elsewhere, freed (SPEC 4.3: a Ray node's actor retired
+    and killed, so no unit leaves one behind); None for a local session. Best effort: a cluster
+    that cannot be reached, or a runner choice that is not the lead's (`runner-untrusted`,
+    nothing contacted), leaves the session to end all the same, the reason in
+    `{released: false, error}`."""
+    from pair.runners import runner_for
+
+    try:
+        return runner_for(paths.state_dir).release()
+    except ToolError as error:
+        return {"released": False, "error": error.code}
+    except Exception as error:  # the cluster's own errors are many; none may block the end
+        return {"released": False, "error": type(error).__name__}

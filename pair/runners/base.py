@@ -170,6 +170,12 @@ class TurnRunner(Protocol):
         turns die with their supervisor answers False."""
         ...
 
+    def release(self) -> dict[str, Any] | None:
+        """The session is ending (`close_state`): free what the runner holds for it elsewhere
+        (a Ray node's actor and its copy of the worktree, `{actor, released}`); None when it
+        holds nothing outside this machine."""
+        ...
+
     def reap(self) -> Reaped:
         """Release what a dead turn left (its lock); refuses `turn-in-flight` while any process
         of it lives. Afterwards nothing of the turn remains."""

@@ -179,6 +179,9 @@ class LocalRunner:
     def reattach(self, seq: int) -> bool:
         return False  # a local turn's partner dies with its supervisor (the subreaper's sweep)
 
+    def release(self) -> dict[str, Any] | None:
+        return None  # nothing of a local session lives anywhere but its files
+
     def reap(self) -> Reaped:
         paths = self.paths
         lock_file = str(paths.marker_file)

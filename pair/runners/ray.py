@@ -39,6 +39,7 @@ from pair.state import (
     Marker,
     MarkerUnreadable,
     Session,
+    load_session,
     marker_mutex,
     read_marker,
     update_owned_marker,
@@ -117,6 +118,26 @@ class RayRunner(LocalRunner):
             handshake_seconds=HANDSHAKE_SECONDS,
             fork=False,  # the supervisor becomes a Ray driver: a fresh interpreter
         )
+
+    def release(self) -> dict[str, Any]:
+        """The session is ending (`close_state`: a restaff or a dismantle): its actor retires
+        (its turn stopped, the node's copy removed) and is killed. `{actor, released}`."""
+        from pair.runners.choice import refuse_unauthenticated
+
+        session = load_session(self.paths)
+        if session is None:
+            return {"actor": None, "released": False}
+        refuse_unauthenticated(self.choice)
+        name = actor_name(self.paths, session)
+        ray = _connect(self.choice)
+        try:
+            handle = ray.get_actor(name, namespace=NAMESPACE)
+        except ValueError:  # none on the cluster (never started, or already gone)
+            return {"actor": name, "released": False}
+        with contextlib.suppress(Exception):  # a dead actor is killed all the same
+            ray.get(handle.retire.remote(), timeout=CALL_SECONDS)
+        ray.kill(handle, no_restart=True)
+        return {"actor": name, "released": True}
 
     def reattach(self, seq: int) -> bool:
         """Start a new lead supervisor for turn `seq` when its own died; whether one was."""

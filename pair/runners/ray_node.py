@@ -303,6 +303,16 @@ class UnitActor:
             return {"dead": self._stop(turn, "reaped by the lead")}
         return {"dead": True}
 
+    def retire(self) -> dict[str, Any]:
+        """The unit's session is ending: stop what still runs here and remove the node's copy
+        (the lead then kills this actor)."""
+        import shutil
+
+        turn = self.turn
+        stopped = turn is None or not turn.thread.is_alive() or self._stop(turn, "retired")
+        shutil.rmtree(self.home, ignore_errors=True)
+        return {"stopped": stopped, "removed": not self.home.exists()}
+
 
 # -- the watchdog ------------------------------------------------------------------------------
 

@@ -234,5 +234,7 @@ def end_proven_pair(ownership: Ownership, outcome: StepOutcome, *, skipped: str)
         return False
     if closed["cleared"]:
         outcome["cleared"] = closed["cleared"]
+    if closed.get("runner"):  # a Ray session's actor, retired (or why it could not be)
+        outcome["runner"] = closed["runner"]
     outcome["ended"] = closed["ended_dir"]
     return True

@@ -1,0 +1,112 @@
+"""A unit on the second node, end to end through the real CLI (SPEC 4.3; issue 24).
+
+`unit create --runner ray --node n2` with the config's `[ray] address` approved, a turn whose
+commit lands in the lead's branch and worktree, `unit status --all` naming where it runs,
+`unit restaff --runner local` (the fixture's cluster offers one executor node: the move is back
+to this machine) whose next turn runs here and which retires the unit's actor and the node's
+copy, `unit dismantle --force`; then a second unit dismantled while still on the node, whose
+`end-pair` retires its actor. The cluster is asked for the actors by name. The two-node
+cluster is the session's `cluster` fixture (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from registry.userdirs import repository_id
+from tests import ray_cluster
+from tests.conftest import Sandbox, git
+
+COMMIT = (
+    "cat > /dev/null; echo {text} > {name}; git add {name}; "
+    "git -c user.name=n -c user.email=n@x commit -qm {text}; echo done"
+)
+
+
+def _ok(result: Any) -> dict[str, Any]:
+    assert result.code == 0, result.stdout + result.stderr
+    assert result.document is not None, result.stdout + result.stderr
+    document: dict[str, Any] = result.document
+    return document
+
+
+def _units(sandbox: Sandbox) -> dict[str, dict[str, Any]]:
+    status = _ok(sandbox.unit("status", "--all"))
+    return {unit["unit_id"]: unit for unit in status["units"]}
+
+
+def _actor_alive(handle: ray_cluster.RayCluster, name: str) -> bool:
+    """Whether the cluster holds the named actor, asked as a driver of this test process that
+    disconnects again (the cluster refuses to stop a node a driver is connected to)."""
+    import ray
+
+    connected = not ray.is_initialized()
+    if connected:
+        ray.init(address=handle.address, namespace="unitmgr", log_to_driver=False)
+    try:
+        ray.get_actor(name, namespace="unitmgr")
+    except ValueError:
+        return False
+    finally:
+        if connected:
+            ray.shutdown()
+    return True
+
+
+@pytest.mark.slow
+def test_a_unit_on_the_second_node_end_to_end(
+    sandbox: Sandbox, cluster: ray_cluster.RayCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in cluster.environment.items():
+        monkeypatch.setenv(name, value)
+    sandbox.machine_config.write_text(f'[ray]\naddress = "{cluster.address}"\n')
+    _ok(sandbox.unit("config", "--approve"))
+
+    model = COMMIT.format(text="from-the-node", name="NODE.md")
+    _ok(sandbox.create("u1", "--runner", "ray", "--node", ray_cluster.NODE, model=model))
+    receipt = sandbox.wait_turn("u1")
+    worktree = sandbox.worktree("u1")
+    assert receipt["status"] == "replied", receipt
+    commits = receipt["runner"]["commits"]
+    assert commits["fast_forwarded"], commits
+    assert (worktree / "NODE.md").read_text() == "from-the-node\n"
+    assert git(sandbox.repo, "rev-parse", "feat/u1").strip() == commits["head"]
+    assert git(worktree, "log", "-1", "--format=%s").strip() == "from-the-node"
+    assert git(worktree, "status", "--porcelain").strip() == ""
+    runner = _units(sandbox)["u1"]["runner"]
+    assert (runner["kind"], runner["node"]) == ("ray", ray_cluster.NODE), runner
+    actor = f"unitmgr/{repository_id(sandbox.common_dir)}/u1"
+    assert _actor_alive(cluster, actor)
+    assert any(Path(cluster.environment["UNITMGR_NODE_ROOT"]).glob("*u1*"))  # the node's copy
+
+    # Back to this machine: the next turn runs here, on top of the node's commit.
+    moved = COMMIT.format(text="from-the-lead", name="LEAD.md")
+    restaff = ["restaff", "--unit", "u1", "--lead", "human", "--partner", "script"]
+    _ok(sandbox.unit(*restaff, "--reason", "back", "--model", moved, "--runner", "local"))
+    after = sandbox.wait_turn("u1")
+    assert after["status"] == "replied" and "runner" not in after, after
+    assert (worktree / "LEAD.md").read_text() == "from-the-lead\n"
+    subjects = git(sandbox.repo, "log", "--format=%s", "feat/u1").split()
+    assert subjects[:2] == ["from-the-lead", "from-the-node"], subjects
+    assert "runner" not in _units(sandbox)["u1"]
+    # Leaving the node retired the unit's actor there: none on the cluster, no copy on the node.
+    assert not _actor_alive(cluster, actor)
+    assert not any(Path(cluster.environment["UNITMGR_NODE_ROOT"]).glob("*u1*"))
+
+    _ok(sandbox.unit("dismantle", "--unit", "u1", "--force", "u1"))
+    assert not worktree.exists()
+    assert "u1" not in _units(sandbox)
+    assert not _actor_alive(cluster, actor)
+
+    # A unit dismantled while still on the node: its `end-pair` retires the actor there.
+    _ok(sandbox.create("u2", "--runner", "ray", "--node", ray_cluster.NODE, model=model))
+    assert sandbox.wait_turn("u2")["status"] == "replied"
+    second = f"unitmgr/{repository_id(sandbox.common_dir)}/u2"
+    dismantled = _ok(sandbox.unit("dismantle", "--unit", "u2", "--force", "u2"))
+    end_pair = next(step for step in dismantled["done"] if step["step"] == "end-pair")
+    assert end_pair["detail"]["runner"] == {"actor": second, "released": True}, end_pair
+    assert not _actor_alive(cluster, second)
+    assert not any(Path(cluster.environment["UNITMGR_NODE_ROOT"]).glob("*u2*"))
