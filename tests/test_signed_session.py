@@ -20,6 +20,7 @@ from pair import api as pair_api
 from pair.commands.send import grant_turn
 from pair.runners import runner_for
 from tests.conftest import Sandbox
+from tests.test_runner_contract import RUNNERS, ray_options
 
 
 def _session_file(sandbox: Sandbox, worktree: Path | None = None) -> Path:
@@ -108,9 +109,16 @@ def test_unit_addendum_to_a_planted_session_runs_nothing(sandbox: Sandbox) -> No
     assert not marker.exists()
 
 
-def test_a_session_rewritten_after_send_checked_it_runs_nothing(sandbox: Sandbox) -> None:
-    """The supervisor verifies again: the file may change between `send` and the turn."""
-    init = sandbox.pair("init", "--partner", "script", "--model", "cat", "--role", "executor")
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_a_session_rewritten_after_send_checked_it_runs_nothing(
+    sandbox: Sandbox, runner: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervisor verifies again: the file may change between `send` and the turn (on a
+    Ray node too: the lead's supervisor sends the node nothing to run)."""
+    extra = ray_options(request, monkeypatch) if runner == "ray" else []
+    init = sandbox.pair(
+        "init", "--partner", "script", "--model", "cat", "--role", "executor", *extra
+    )
     assert init.code == 0, init.stdout
     marker = sandbox.root / "planted-ran"
     granted = grant_turn(sandbox.repo, kind="question", body="hello\n")

@@ -441,12 +441,15 @@ def run_remote(
 ) -> dict[str, Any]:
     """`pair.supervisor.supervise`'s turn for a session whose turns run on Ray: drive the
     node, land its commits, and build the receipt as the local supervisor does."""
+    from pair import receipts
     from pair.partners.base import TurnOutcome, TurnRequest
     from pair.runners.choice import verified_choice
     from pair.supervisor import SIGTERM_REASON, Stop, build_receipt, resume_model
     from pair.turn import TurnResult
     from registry.atomic import write_text_atomic
 
+    if refused := receipts.untrusted(paths, session, marker, supervisor_pid, started_at):
+        return refused  # a session rewritten since `send` verified it: the node runs nothing
     choice = verified_choice(paths.state_dir, session.runner)  # refused: nothing contacted
 
     def stop_requested() -> str | None:
