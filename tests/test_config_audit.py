@@ -258,3 +258,33 @@ def test_an_unreadable_baseline_trusts_nothing(
     os.unlink(baseline)
     os.mkfifo(baseline)  # a FIFO is not read (it would block)
     assert sandbox.unit("verify", "--unit", "u1")["code"] == "repo-config-untrusted"
+
+
+def test_the_hook_a_concurrent_create_wrote_but_has_not_accepted_is_not_foreign(
+    sandbox: Sandbox,
+) -> None:
+    """Concurrent creates install the `reference-transaction` hook while others audit (8 of them
+    in a fresh repository: `bench/create_storm.py`). Between one's write and its acceptance,
+    another's audit finds unitmgr's own hook as this lead writes it: derived, trusted. A hook
+    that differs from it by a byte is still refused."""
+    import pytest
+
+    from pair import config_audit as pair_audit
+    from registry.errors import StateError
+    from unitmgr import config_audit, ref_guard
+
+    assert sandbox.create("u1").code == 0
+    hook = sandbox.common_dir / "hooks" / ref_guard.HOOK_NAME
+    assert hook.is_file()
+    # The baseline as it is after the hook was written and before `accept_paths` ran.
+    baseline = pair_audit.read_baseline(sandbox.common_dir)
+    assert baseline is not None
+    for identity in [key for key in baseline if key[1].endswith("/" + ref_guard.HOOK_NAME)]:
+        del baseline[identity]
+    pair_audit.write_baseline(sandbox.common_dir, baseline, reason="before the accept")
+    assert config_audit.require_trusted(str(sandbox.repo), command="create", dry_run=True) is None
+    assert config_audit.changes_now(sandbox.repo, sandbox.common_dir) == []
+    hook.write_text(hook.read_text() + "touch /tmp/planted\n")
+    with pytest.raises(StateError) as refused:
+        config_audit.require_trusted(str(sandbox.repo), command="create", dry_run=True)
+    assert refused.value.code == "repo-config-untrusted"

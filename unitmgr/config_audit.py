@@ -97,10 +97,33 @@ def require_trusted(repo: str, *, command: str, dry_run: bool) -> dict[str, Any]
             "hooks and attributes it finds; later changes are refused (unit doctor)",
             "accepted": [_summary(item) for _, item in sorted(current.items())],
         }
-    found = config_audit.foreign(current, baseline)
+    found = config_audit.foreign(current, _with_own_hook(current, baseline, paths.common_git_dir))
     if found:
         raise untrusted(found, paths.common_git_dir)
     return None
+
+
+def _with_own_hook(current: Items, baseline: Items, common_dir: Path) -> Items:
+    """The baseline, plus unitmgr's own `reference-transaction` hook wherever it is found as
+    this lead writes it (`ref_guard.own_hook_fingerprint`): concurrent creates install it while
+    others audit, and one must not refuse the hook another has written but not yet accepted."""
+    from unitmgr import ref_guard
+
+    own = [
+        identity
+        for identity, item in current.items()
+        if item.kind == "hook"
+        and Path(item.key_or_path).name == ref_guard.HOOK_NAME
+        and getattr(baseline.get(identity), "value", None) != item.value
+    ]
+    if not own:
+        return baseline
+    expected = ref_guard.own_hook_fingerprint(common_dir)
+    trusted = dict(baseline)
+    for identity in own:
+        if current[identity].value == expected:
+            trusted[identity] = current[identity]
+    return trusted
 
 
 def forget_first_use(first_use: dict[str, Any]) -> None:
@@ -129,7 +152,7 @@ def changes_now(toplevel: Path, common_dir: Path) -> list[dict[str, Any]] | None
                 "after": error.reason,
             }
         ]
-    return config_audit.foreign(current, baseline)
+    return config_audit.foreign(current, _with_own_hook(current, baseline, common_dir))
 
 
 def accept_paths(toplevel: Path, common_dir: Path, paths: list[Path]) -> None:

@@ -117,6 +117,23 @@ def install(toplevel: Path, common_git_dir: Path, *, guard: bool) -> dict[str, A
     }
 
 
+def own_hook_fingerprint(common_git_dir: Path) -> str:
+    """The config audit's fingerprint (pair/config_audit.py) of the hook `install` writes from
+    this interpreter. Derived, not recorded: a hook a concurrent create has just written and not
+    yet accepted is then no stranger to another create's audit, and a planted hook cannot match
+    it without being, byte for byte, unitmgr's own."""
+    from pair.config_audit import HASH_BYTES
+    from registry.layout import registry_root
+    from registry.redact import redact
+    from registry.ref_ledger import audit_log_path
+    from registry.userdirs import sha256
+
+    flag = registry_root(common_git_dir) / GUARD_FLAG
+    text = hook_text(sys.executable, audit_log=audit_log_path(common_git_dir), guard_flag=flag)
+    data = redact(text).encode("utf-8")  # as write_text_atomic writes it
+    return f"mode 755 bytes {len(data)} sha256 {sha256(data[:HASH_BYTES]).hexdigest()}"
+
+
 def _is_ours(hook: Path) -> bool:
     try:
         with open(hook, "rb") as handle:
