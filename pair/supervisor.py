@@ -258,6 +258,27 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
     return 0 if receipt["ok"] else 1
 
 
+def turn_request(
+    paths: PairPaths, session: Session, marker: Marker, *, partner_bin: str | None
+) -> TurnRequest:
+    """The partner's command line for the marker's turn (`partner_bin` None: the partner found
+    where the turn runs — on a Ray node, the node's own)."""
+    seq, kind = marker.seq, marker.kind
+    return TurnRequest(
+        partner=session.partner,
+        sid=session.sid,
+        seq=seq,
+        kind=kind,
+        write=marker.write,
+        model=resume_model(session),
+        effort=session.effort,
+        worktree=Path(session.worktree),
+        prompt_file=paths.turn_file(seq, kind, "-prompt.md"),
+        reply_file=paths.turn_file(seq, kind, "-reply.md"),
+        partner_bin=partner_bin,
+    )
+
+
 def run_and_account(
     paths: PairPaths,
     session: Session,
@@ -270,19 +291,7 @@ def run_and_account(
     if refused := receipts.untrusted(paths, session, marker, supervisor_pid, started_at):
         return refused  # a session rewritten since `send` verified it: no partner starts
     seq, kind = marker.seq, marker.kind
-    request = TurnRequest(
-        partner=session.partner,
-        sid=session.sid,
-        seq=seq,
-        kind=kind,
-        write=marker.write,
-        model=resume_model(session),
-        effort=session.effort,
-        worktree=Path(session.worktree),
-        prompt_file=paths.turn_file(seq, kind, "-prompt.md"),
-        reply_file=paths.turn_file(seq, kind, "-reply.md"),
-        partner_bin=session.partner_bin,
-    )
+    request = turn_request(paths, session, marker, partner_bin=session.partner_bin)
     environment = partner_environment(codex_home=session.identity_home)
     environment.update(session_variables(session.environment))  # the caller's (SPEC 3.19)
     # What proves the partner and all it starts this turn's before a cancel signals one (SPEC 8).

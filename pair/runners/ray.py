@@ -442,9 +442,9 @@ def run_remote(
     """`pair.supervisor.supervise`'s turn for a session whose turns run on Ray: drive the
     node, land its commits, and build the receipt as the local supervisor does."""
     from pair import receipts
-    from pair.partners.base import TurnOutcome, TurnRequest
+    from pair.partners.base import TurnOutcome
     from pair.runners.choice import verified_choice
-    from pair.supervisor import SIGTERM_REASON, Stop, build_receipt, resume_model
+    from pair.supervisor import SIGTERM_REASON, Stop, build_receipt, turn_request
     from pair.turn import TurnResult
     from registry.atomic import write_text_atomic
 
@@ -461,7 +461,7 @@ def run_remote(
                 return str(current.cancel.get("reason") or SIGTERM_REASON)
         return SIGTERM_REASON
 
-    seq, kind = marker.seq, marker.kind
+    seq = marker.seq
     node = drive(paths, session, marker, token, choice, stop_requested)
     runner = dict(node.get("runner") or {})
     if node.get("bundle"):
@@ -471,18 +471,7 @@ def run_remote(
     runner["uncommitted"] = node.get("uncommitted")
     if node.get("diverged"):
         runner["commits"] = {"refused": "the node's HEAD does not descend from the base"}
-    request = TurnRequest(
-        partner=session.partner,
-        sid=session.sid,
-        seq=seq,
-        kind=kind,
-        write=marker.write,
-        model=resume_model(session),
-        effort=session.effort,
-        worktree=Path(session.worktree),
-        prompt_file=paths.turn_file(seq, kind, "-prompt.md"),
-        reply_file=paths.turn_file(seq, kind, "-reply.md"),
-    )
+    request = turn_request(paths, session, marker, partner_bin=None)
     outcome = TurnOutcome(
         status=str(node.get("status") or "failed"),
         reply=node.get("reply"),

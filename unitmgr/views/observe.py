@@ -175,28 +175,21 @@ def create_command(workspace: Workspace, record: UnitRecord) -> str:
 
 # The signed fields a create resume takes from the record, and the options that supply each.
 RESUME_SIGNED = ("validation", "setup", "staffing.current", "task")
+STAFFING_OPTIONS = (
+    "--partner",
+    "--reason",
+    "--model",
+    "--effort",
+    "--identity",
+    "--runner",
+    "--node",
+)
 SUPPLY_AGAIN = {
-    "validation": ["--validation"],
-    "setup": ["--setup"],
-    "staffing.current": [
-        "--partner",
-        "--reason",
-        "--model",
-        "--effort",
-        "--identity",
-        "--runner",
-        "--node",
-    ],
-    "task": ["--task-file"],
-    "pending_staffing": [
-        "--partner",
-        "--reason",
-        "--model",
-        "--effort",
-        "--identity",
-        "--runner",
-        "--node",
-    ],
+    "validation": ("--validation",),
+    "setup": ("--setup",),
+    "staffing.current": STAFFING_OPTIONS,
+    "task": ("--task-file",),
+    "pending_staffing": STAFFING_OPTIONS,
 }
 
 
