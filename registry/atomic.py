@@ -56,9 +56,15 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
-def write_bytes_atomic(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
+def write_bytes_atomic(
+    path: Path, data: bytes, *, mode: int = FILE_MODE, staging: Path | None = None
+) -> None:
+    """`staging`, when given, holds the temp file instead of `path`'s directory: it must be on
+    the same filesystem, and a writer killed mid-write leaves its temp there, not beside `path`
+    (a hook's temp in the hooks directory is a stranger to the config audit)."""
     ensure_private_dir(path.parent)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}")
+    name = f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
+    temp = (staging or path.parent) / name
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         view = memoryview(data)
@@ -81,8 +87,10 @@ def write_bytes_atomic(path: Path, data: bytes, *, mode: int = FILE_MODE) -> Non
     fsync_directory(path.parent)
 
 
-def write_text_atomic(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
-    write_bytes_atomic(path, redact(text).encode("utf-8"), mode=mode)
+def write_text_atomic(
+    path: Path, text: str, *, mode: int = FILE_MODE, staging: Path | None = None
+) -> None:
+    write_bytes_atomic(path, redact(text).encode("utf-8"), mode=mode, staging=staging)
 
 
 def append_line(path: Path, line: str) -> None:

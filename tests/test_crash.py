@@ -463,3 +463,44 @@ def test_a_worktree_step_cut_off_after_git_made_the_branch_resumes(sandbox: Sand
         ["git", "config", "--get", "branch.feat/u1.merge"], cwd=sandbox.repo, capture_output=True
     )
     assert upstream.returncode == 1  # no upstream: the branch tracks nothing, as a new one
+
+
+KILL_IN_HOOK_WRITE = """\
+import os, signal
+_replace = os.replace
+def _killing_replace(source, destination, *args, **kwargs):
+    if os.path.basename(os.fspath(destination)) == "reference-transaction":
+        os.kill(os.getpid(), signal.SIGKILL)  # the hook's temp is written, not yet renamed
+    return _replace(source, destination, *args, **kwargs)
+os.replace = _killing_replace
+"""
+
+
+def test_a_create_killed_while_writing_the_ref_hook_leaves_nothing_the_audit_refuses(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Killed between writing unitmgr's hook to a temp file and renaming it into place (the
+    last CI's random kill landed there): the temp file is not in the hooks directory, so the
+    repeated create is not refused `repo-config-untrusted` over it, and its sweep removes it."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(KILL_IN_HOOK_WRITE)
+    args = prepare(sandbox, "create")
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), *sys.path]))
+    crashed = subprocess.run(
+        [sys.executable, "-m", "unitmgr", *args],
+        cwd=sandbox.repo,
+        env=environment,
+        capture_output=True,
+        timeout=120,
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stdout.decode()
+    hooks = sandbox.common_dir / "hooks"
+    assert not (hooks / "reference-transaction").exists()
+    assert [path.name for path in hooks.glob(".*")] == []
+    (left,) = sandbox.registry.glob(".reference-transaction.*.tmp")  # where it was staged
+    resumed = run_cli("unit", *args, cwd=sandbox.repo)
+    assert resumed.code == 0, resumed.stdout
+    assert (hooks / "reference-transaction").is_file()
+    assert not left.exists()
+    assert_final(sandbox, "create", resumed)

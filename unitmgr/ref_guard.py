@@ -105,7 +105,7 @@ def install(toplevel: Path, common_git_dir: Path, *, guard: bool) -> dict[str, A
     directory.mkdir(parents=True, exist_ok=True)
     text = hook_text(sys.executable, audit_log=audit_log_path(common_git_dir), guard_flag=flag)
     if not _is_ours(hook) or hook.read_text(encoding="utf-8") != text:
-        write_text_atomic(hook, text, mode=0o755)
+        write_text_atomic(hook, text, mode=0o755, staging=_staging(directory, flag.parent))
     # unitmgr's own hook (and the one it moved aside) is accepted, not foreign (SPEC 8).
     from unitmgr import config_audit
 
@@ -115,6 +115,24 @@ def install(toplevel: Path, common_git_dir: Path, *, guard: bool) -> dict[str, A
         "chained": str(chained) if os.path.lexists(chained) else None,
         "guard": guard,
     }
+
+
+def _staging(hooks: Path, registry: Path) -> Path | None:
+    """Where the hook's temp file is written: the registry directory when it shares the hooks
+    directory's filesystem (so `os.replace` is one rename), else beside the hook. A create
+    SIGKILLed mid-write then leaves its temp where `unit create` sweeps it, not in the hooks
+    directory, where the config audit would refuse the next command over it; the next install
+    (a resumed create's) sweeps it."""
+    from registry.atomic import ensure_private_dir, sweep_temp_files
+
+    try:
+        ensure_private_dir(registry)
+        sweep_temp_files(registry)
+        if os.stat(registry).st_dev == os.stat(hooks).st_dev:
+            return registry
+    except OSError:
+        pass
+    return None
 
 
 def own_hook_fingerprint(common_git_dir: Path) -> str:
