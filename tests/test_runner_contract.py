@@ -396,6 +396,36 @@ def test_a_killed_lead_supervisor_is_reattached(on_ray: Harness) -> None:
     assert git(on_ray.sandbox.repo, "rev-parse", "HEAD").strip() == commits["head"]
 
 
+# The partner's first command counts its turn's watchdogs that are no longer the actor
+# worker's children (`ray::…`, the nearest such ancestor): a launcher not yet forked away is not
+# counted, for the node's loss would take it with the worker.
+WATCHDOGS = r"""
+w=$$
+while [ "$w" -gt 1 ]; do
+  case "$(tr '\0' ' ' < /proc/$w/cmdline)" in ray::*) break ;; esac
+  w=$(sed 's/.*) //' /proc/$w/stat | cut -d' ' -f2)
+done
+n=0
+for p in /proc/[0-9]*; do
+  c=$(tr '\0' ' ' < $p/cmdline 2>/dev/null) || continue
+  case "$c" in *"ray_node watchdog "*" $PAIR_TURN_TOKEN "*) ;; *) continue ;; esac
+  [ "$(sed 's/.*) //' $p/stat | cut -d' ' -f2)" = "$w" ] || n=$((n+1))
+done
+echo "watchdogs $n"
+"""
+
+
+@pytest.mark.slow
+def test_a_node_turns_watchdog_is_armed_before_its_partner_starts(on_ray: Harness) -> None:
+    """The partner's first command finds exactly one watchdog for its turn, already forked away
+    from the actor's worker (its launcher gone): a node lost the moment after the partner's
+    start — the last CI's failure, at load 4 — cannot take the watchdog's launcher with it and
+    leave the turn running."""
+    turn, _ = on_ray.begin(WATCHDOGS)
+    receipt = receipt_of(on_ray, turn)
+    assert receipt["status"] == "replied" and receipt["reply"] == "watchdogs 1", receipt
+
+
 def test_a_stale_epochs_bundle_is_refused(sandbox: Sandbox) -> None:
     """The lead lands a turn's commits only for the marker's epoch and token, and only when they
     descend from the lease's base: a bundle from a lost node's old turn changes nothing."""

@@ -13,7 +13,10 @@ process: a lead supervisor that dies and comes back finds the turn by its epoch.
 The watchdog (`python -m pair.runners.ray_node watchdog ...`) runs in its own session beside
 each turn: when the actor's process is gone (its worker or its raylet killed) it kills every
 process carrying the turn's token within a second — Ray's own subreaper was measured not to
-reach a turn started in its own session.
+reach a turn started in its own session. It is armed before the partner starts (a node killed
+in the moment after a partner's start would otherwise take the watchdog's launcher with it and
+leave the turn running), and learns the partner's process group through a pipe from the actor,
+whose end of file — the actor gone — wakes it at once.
 
 `ray` is imported here only by the lead's `pair.runners.ray`, which wraps `UnitActor` as a
 remote class; this module imports no `ray` itself, so the watchdog starts fast.
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 WATCHDOG_POLL_SECONDS = 0.5
+WATCHDOG_START_SECONDS = 30.0  # its launcher's interpreter start, on a node under load
 BRANCH = "unitmgr-node"
 BASE_REF = "refs/unitmgr/base"
 OUT_REF = "refs/unitmgr/out"
@@ -60,7 +64,7 @@ class NodeTurn:
         self.cancel_reason: str | None = None
         self.partner: dict[str, Any] | None = None
         self.result: dict[str, Any] | None = None
-        self.watchdog: subprocess.Popen[bytes] | None = None
+        self.watchdog_pipe: int | None = None  # the actor's end: the partner's pgid goes in
         self.done_file = self.state_dir / f"{epoch:04d}-watchdog.done"
         self.thread = threading.Thread(target=self._run, name=f"turn-{epoch}", daemon=True)
 
@@ -116,8 +120,11 @@ class NodeTurn:
 
         def started(identity: ProcessIdentity) -> None:
             self.partner = identity.to_json()
-            self._start_watchdog(identity)
+            if self.watchdog_pipe is not None:
+                with contextlib.suppress(OSError):
+                    os.write(self.watchdog_pipe, f"{identity.pgid or identity.pid}\n".encode())
 
+        self._start_watchdog()  # armed before the partner exists: nothing of it runs unwatched
         try:
             result = run_turn(
                 adapter_for(spec["partner"]),
@@ -159,11 +166,16 @@ class NodeTurn:
             "uncommitted": pair_git.uncommitted_paths(self.clone),
         }
 
-    def _start_watchdog(self, partner: Any) -> None:
+    def _start_watchdog(self) -> None:
+        """Start the watchdog and wait for its launcher to exit: by then the watchdog itself has
+        forked away from this worker into its own session, so nothing the node's loss takes
+        with the worker can take the watchdog too. A watchdog that cannot start fails the
+        turn before its partner runs."""
         import psutil
 
         me = psutil.Process()
-        self.watchdog = subprocess.Popen(
+        reader, writer = os.pipe()  # not inherited by the partner: Python's fds are non-inheritable
+        launcher = subprocess.Popen(
             [
                 sys.executable,
                 "-P",
@@ -173,22 +185,32 @@ class NodeTurn:
                 str(me.pid),
                 repr(me.create_time()),
                 self.token,
-                str(partner.pgid or partner.pid),
                 str(self.done_file),
             ],
-            stdin=subprocess.DEVNULL,
+            stdin=reader,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
             close_fds=True,
         )
+        os.close(reader)
+        try:
+            armed = launcher.wait(timeout=WATCHDOG_START_SECONDS) == 0
+        except subprocess.TimeoutExpired:
+            launcher.kill()
+            armed = False
+        if not armed:
+            os.close(writer)
+            raise RuntimeError("the turn's watchdog did not start: no partner runs unwatched")
+        self.watchdog_pipe = writer
 
     def _stop_watchdog(self) -> None:
         with contextlib.suppress(OSError):
-            self.done_file.write_text("done\n")
-        if self.watchdog is not None:  # the launcher, which exits at once (the watchdog forks)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.watchdog.wait(timeout=5)
+            self.done_file.write_text("done\n")  # before the pipe closes: an end, not a loss
+        if self.watchdog_pipe is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.watchdog_pipe)
+            self.watchdog_pipe = None
 
     def chunk(self, offset: int, limit: int) -> bytes:
         try:
@@ -317,11 +339,15 @@ class UnitActor:
 # -- the watchdog ------------------------------------------------------------------------------
 
 
-def watchdog(actor_pid: int, actor_created: float, token: str, pgid: int, done: Path) -> int:
+def watchdog(actor_pid: int, actor_created: float, token: str, done: Path) -> int:
     """Kill the turn's processes once the actor's process is gone; exit once `done` exists.
 
     It runs as a grandchild of the actor's worker, reparented away from it: Ray kills a dying
-    worker's direct children, which would take the watchdog with it (measured)."""
+    worker's direct children, which would take the watchdog with it (measured). Its stdin is
+    the actor's pipe: the partner's process group arrives as a line, and end of file without
+    `done` means the actor is gone (checked again by pid, at least every poll)."""
+    import select
+
     import psutil
 
     from pair.proof import TURN_TOKEN_VARIABLE
@@ -332,25 +358,43 @@ def watchdog(actor_pid: int, actor_created: float, token: str, pgid: int, done: 
     os.setsid()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    while not stop.wait(WATCHDOG_POLL_SECONDS) and not done.exists():
+    pgid: int | None = None
+    pending = b""
+    open_pipe = True
+    while not stop.is_set() and not done.exists():
+        if open_pipe:
+            readable, _, _ = select.select([0], [], [], WATCHDOG_POLL_SECONDS)
+            if readable:
+                data = os.read(0, 64)
+                open_pipe = bool(data)
+                pending = (pending + data)[-64:]
+                if pending.strip().isdigit():
+                    pgid = int(pending.strip())
+        elif stop.wait(WATCHDOG_POLL_SECONDS):
+            break
+        if done.exists():
+            break
         try:
-            alive = abs(psutil.Process(actor_pid).create_time() - actor_created) < 0.01
+            alive = (
+                open_pipe and abs(psutil.Process(actor_pid).create_time() - actor_created) < 0.01
+            )
             alive = alive and psutil.Process(actor_pid).status() != psutil.STATUS_ZOMBIE
         except psutil.Error:
             alive = False
         if not alive:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
+            if pgid is not None and pgid > 1:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGKILL)
             reap_processes_marked(TURN_TOKEN_VARIABLE, token, grace_seconds=0.0)
             return 0
     return 0
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["watchdog"] and len(argv) == 6:
-        return watchdog(int(argv[1]), float(argv[2]), argv[3], int(argv[4]), Path(argv[5]))
+    if argv[:1] == ["watchdog"] and len(argv) == 5:
+        return watchdog(int(argv[1]), float(argv[2]), argv[3], Path(argv[4]))
     print(
-        "usage: python -m pair.runners.ray_node watchdog PID CREATED TOKEN PGID DONE",
+        "usage: python -m pair.runners.ray_node watchdog PID CREATED TOKEN DONE",
         file=sys.stderr,
     )
     return 2
