@@ -20,6 +20,10 @@ whose end of file — the actor gone — wakes it at once.
 
 `ray` is imported here only by the lead's `pair.runners.ray`, which wraps `UnitActor` as a
 remote class; this module imports no `ray` itself, so the watchdog starts fast.
+
+Over ~400 lines because the actor's turn and its watchdog are one protocol — the watchdog's
+arguments, its pipe and its `done` file are written by the one and read by the other — which
+two files would split.
 """
 
 from __future__ import annotations
