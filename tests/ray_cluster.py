@@ -1,10 +1,14 @@
 """A real two-node Ray cluster on this machine for the Ray runner's tests (SPEC 4.3).
 
-`ray.cluster_utils.Cluster`: a head (no executor resource) and a second node carrying
-`unitmgr-node-n2` and `unitmgr-executor`, with token authentication on (the nodes listen on the
-machine's address, which the runner refuses without it), tuned health checks (a killed node is
-known in about a second), and its own temp dir, node root and ports — never `ray stop`, which
-would kill every Ray process on the machine. `stop` ends only what `start` started.
+`ray.cluster_utils.Cluster`: a head carrying `unitmgr-node-n1` (and not `unitmgr-executor`: a
+unit placed on "any executor node" lands on n2, deterministically, as on a cluster whose head is
+the lead's own machine) and a second node carrying `unitmgr-node-n2` and `unitmgr-executor` —
+two nodes a unit can be moved between with no third raylet. Each node has its own node root
+(`UNITMGR_NODE_ROOT` in its raylet's environment), so where a node kept its copy of a worktree
+says which node ran the turn. Token authentication is on (the nodes listen on the machine's
+address, which the runner refuses without it), health checks are tuned (a killed node is known in
+about a second), and the cluster has its own temp dir and ports — never `ray stop`, which would
+kill every Ray process on the machine. `stop` ends only what `start` started.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import pytest
 
 NODE = "n2"
 NODE_RESOURCES = {f"unitmgr-node-{NODE}": 1.0, "unitmgr-executor": 1.0}
+HEAD = "n1"
+HEAD_RESOURCES = {f"unitmgr-node-{HEAD}": 1.0}
 HEALTH = {
     "RAY_health_check_period_ms": "500",
     "RAY_health_check_timeout_ms": "500",
@@ -69,13 +75,23 @@ class RayCluster:
     worker: Any = None
     removed: list[Any] = field(default_factory=list)
 
+    def node_root(self, node: str) -> Path:
+        """Where node `node` keeps its copies of units' worktrees (its raylet's
+        `UNITMGR_NODE_ROOT`)."""
+        return self.root / f"nodes-{node}"
+
+    def node_id(self, node: str) -> str:
+        """The Ray node id of node `node`, as the cluster names it."""
+        handle = self.cluster.head_node if node == HEAD else self.worker
+        return str(handle.node_id)
+
     def kill_node(self) -> None:
         """The second node's machine is gone: its raylet and every worker on it killed."""
         self.cluster.remove_node(self.worker, allow_graceful=False)
         self.worker = None
 
     def add_node(self) -> None:
-        with _environment(self.environment):
+        with _environment({**self.environment, "UNITMGR_NODE_ROOT": str(self.node_root(NODE))}):
             self.worker = self.cluster.add_node(num_cpus=1, resources=NODE_RESOURCES)
 
 
@@ -85,11 +101,12 @@ def start() -> RayCluster:
         "RAY_TMPDIR": str(root),
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": secrets.token_hex(16),
-        "UNITMGR_NODE_ROOT": str(root / "nodes"),
+        "UNITMGR_NODE_ROOT": str(root / f"nodes-{NODE}"),  # the second node's; the head: n1
         "RAY_USAGE_STATS_ENABLED": "0",
         **HEALTH,
     }
-    with _environment(environment):  # before ray is imported: it reads RAY_AUTH_MODE once
+    head = {**environment, "UNITMGR_NODE_ROOT": str(root / f"nodes-{HEAD}")}
+    with _environment(head):  # before ray is imported: it reads RAY_AUTH_MODE once
         try:
             ray_or_skip()
         except BaseException:  # a skip (or the required failure): nothing left behind
@@ -99,7 +116,11 @@ def start() -> RayCluster:
 
         cluster = Cluster(
             initialize_head=True,
-            head_node_args={"num_cpus": 1, "include_dashboard": False},
+            head_node_args={
+                "num_cpus": 1,
+                "include_dashboard": False,
+                "resources": HEAD_RESOURCES,
+            },
         )
     handle = RayCluster(
         cluster=cluster, address=cluster.address, root=root, environment=environment

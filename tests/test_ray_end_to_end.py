@@ -5,8 +5,12 @@ commit lands in the lead's branch and worktree, `unit status --all` naming where
 `unit restaff --runner local` (the fixture's cluster offers one executor node: the move is back
 to this machine) whose next turn runs here and which retires the unit's actor and the node's
 copy, `unit dismantle --force`; then a second unit dismantled while still on the node, whose
-`end-pair` retires its actor. The cluster is asked for the actors by name. The two-node
-cluster is the session's `cluster` fixture (tests/conftest.py).
+`end-pair` retires its actor. And a unit moved from one node to the other (`unit restaff --runner
+ray --node n2` of a unit created on the head's `n1`): its next turn runs on n2 in a copy rebuilt
+from the lead's branch, and n1's actor and copy are gone. Which node ran a turn is what the node
+itself says (the Ray node id and the directory of its copy, each node has its own root), never
+the record alone. The cluster is asked for the actors by name. The two-node cluster is the
+session's `cluster` fixture (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -80,7 +84,7 @@ def test_a_unit_on_the_second_node_end_to_end(
     assert (runner["kind"], runner["node"]) == ("ray", ray_cluster.NODE), runner
     actor = f"unitmgr/{repository_id(sandbox.common_dir)}/u1"
     assert _actor_alive(cluster, actor)
-    assert any(Path(cluster.environment["UNITMGR_NODE_ROOT"]).glob("*u1*"))  # the node's copy
+    assert any(cluster.node_root(ray_cluster.NODE).glob("*u1*"))  # the node's copy
 
     # Back to this machine: the next turn runs here, on top of the node's commit.
     moved = COMMIT.format(text="from-the-lead", name="LEAD.md")
@@ -94,7 +98,7 @@ def test_a_unit_on_the_second_node_end_to_end(
     assert "runner" not in _units(sandbox)["u1"]
     # Leaving the node retired the unit's actor there: none on the cluster, no copy on the node.
     assert not _actor_alive(cluster, actor)
-    assert not any(Path(cluster.environment["UNITMGR_NODE_ROOT"]).glob("*u1*"))
+    assert not any(cluster.node_root(ray_cluster.NODE).glob("*u1*"))
 
     _ok(sandbox.unit("dismantle", "--unit", "u1", "--force", "u1"))
     assert not worktree.exists()
@@ -109,4 +113,63 @@ def test_a_unit_on_the_second_node_end_to_end(
     end_pair = next(step for step in dismantled["done"] if step["step"] == "end-pair")
     assert end_pair["detail"]["runner"] == {"actor": second, "released": True}, end_pair
     assert not _actor_alive(cluster, second)
-    assert not any(Path(cluster.environment["UNITMGR_NODE_ROOT"]).glob("*u2*"))
+    assert not any(cluster.node_root(ray_cluster.NODE).glob("*u2*"))
+
+
+@pytest.mark.slow
+def test_a_unit_moved_from_one_node_to_the_other(
+    sandbox: Sandbox, cluster: ray_cluster.RayCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ray
+
+    for name, value in cluster.environment.items():
+        monkeypatch.setenv(name, value)
+    sandbox.machine_config.write_text(f'[ray]\naddress = "{cluster.address}"\n')
+    _ok(sandbox.unit("config", "--approve"))
+    first, second = ray_cluster.HEAD, ray_cluster.NODE
+
+    model = COMMIT.format(text="from-n1", name="N1.md")
+    _ok(sandbox.create("u1", "--runner", "ray", "--node", first, model=model))
+    receipt = sandbox.wait_turn("u1")
+    assert receipt["status"] == "replied" and receipt["runner"]["commits"]["fast_forwarded"]
+    on_first = receipt["runner"]
+    assert on_first["node_id"] == cluster.node_id(first), on_first
+    assert Path(on_first["home"]).parent == cluster.node_root(first), on_first
+    assert (Path(on_first["home"]) / "worktree" / "N1.md").read_text() == "from-n1\n"
+    assert _units(sandbox)["u1"]["runner"]["node"] == first
+    actor = f"unitmgr/{repository_id(sandbox.common_dir)}/u1"
+
+    ray.init(address=cluster.address, namespace="unitmgr", log_to_driver=False)
+    try:
+        old = ray.get_actor(actor, namespace="unitmgr")
+        assert ray.get(old.hello.remote(), timeout=30)["node_id"] == cluster.node_id(first)
+
+        moved = COMMIT.format(text="from-n2", name="N2.md")
+        restaff = ["restaff", "--unit", "u1", "--lead", "human", "--partner", "script"]
+        restaff += ["--reason", "move", "--model", moved, "--runner", "ray", "--node", second]
+        _ok(sandbox.unit(*restaff))
+        after = sandbox.wait_turn("u1")
+        assert after["status"] == "replied" and after["runner"]["commits"]["fast_forwarded"]
+        on_second = after["runner"]
+        assert on_second["node_id"] == cluster.node_id(second), on_second
+        assert Path(on_second["home"]).parent == cluster.node_root(second), on_second
+        # The node's copy was rebuilt from the lead's branch: n1's commit is under n2's.
+        copy = Path(on_second["home"]) / "worktree"
+        assert git(copy, "log", "--format=%s").split()[:2] == ["from-n2", "from-n1"]
+        worktree = sandbox.worktree("u1")
+        assert git(worktree, "log", "--format=%s").split()[:2] == ["from-n2", "from-n1"]
+        assert git(sandbox.repo, "rev-parse", "feat/u1").strip() == on_second["commits"]["head"]
+        # n1's actor is gone (the cluster says so) and so is n1's copy; the name is n2's now.
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(old.hello.remote(), timeout=30)
+        assert not Path(on_first["home"]).exists()
+        now = ray.get_actor(actor, namespace="unitmgr")
+        assert ray.get(now.hello.remote(), timeout=30)["node_id"] == cluster.node_id(second)
+        runner = _units(sandbox)["u1"]["runner"]
+        assert (runner["kind"], runner["node"]) == ("ray", second), runner
+    finally:
+        ray.shutdown()
+
+    _ok(sandbox.unit("dismantle", "--unit", "u1", "--force", "u1"))
+    assert not _actor_alive(cluster, actor)
+    assert not Path(on_second["home"]).exists()

@@ -200,7 +200,9 @@ def _connect(choice: RunnerChoice) -> Any:
     return ray
 
 
-def _actor(ray: Any, name: str, choice: RunnerChoice) -> Any:
+def _actor(ray: Any, name: str, choice: RunnerChoice) -> tuple[Any, dict[str, Any]]:
+    """The unit's actor on the chosen node, created when there is none, and its `hello` (the
+    node's own word on where it runs: its Ray node id and the directory of its copy)."""
     from pair.runners.ray_node import UnitActor
 
     remote = ray.remote(UnitActor)
@@ -216,9 +218,11 @@ def _actor(ray: Any, name: str, choice: RunnerChoice) -> Any:
     ).remote(name, choice.resource)
     hello = ray.get(handle.hello.remote(), timeout=60)
     if hello["resource"] != choice.resource:  # moved deliberately: rebuilt on the new node
+        with contextlib.suppress(Exception):  # the old node's copy goes with it
+            ray.get(handle.retire.remote(), timeout=CALL_SECONDS)
         ray.kill(handle, no_restart=True)
         return _actor(ray, name, choice)
-    return handle
+    return handle, hello
 
 
 def _base_bundle(ray: Any, handle: Any, worktree: Path, base: str | None) -> Any:
@@ -289,8 +293,8 @@ def drive(
     try:
         ray = _connect(choice)
         name = actor_name(paths, session)
-        handle = _actor(ray, name, choice)
-        facts["actor"] = name
+        handle, hello = _actor(ray, name, choice)
+        facts.update(actor=name, node_id=hello.get("node_id"), home=hello.get("home"))
         started = ray.get(
             handle.start.remote(
                 epoch,

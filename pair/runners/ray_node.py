@@ -236,11 +236,16 @@ class UnitActor:
         self.lock = threading.Lock()
 
     def hello(self) -> dict[str, Any]:
+        """Where this actor runs, as its node says: the Ray node id, host and pid, and the
+        directory of its copy (under the node's own `UNITMGR_NODE_ROOT`)."""
         import socket
+
+        import ray  # in a Ray worker: already imported (the watchdog never gets here)
 
         return {
             "pid": os.getpid(),
             "host": socket.gethostname(),
+            "node_id": ray.get_runtime_context().get_node_id(),
             "resource": self.resource,
             "epoch": self.epoch,
             "home": str(self.home),
