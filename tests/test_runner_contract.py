@@ -500,3 +500,92 @@ def test_a_node_killed_mid_turn_ends_node_lost(
         wait_until(lambda: not any(on_ray.process_alive(pid) for pid in processes), timeout=10)
     finally:
         cluster.add_node()
+
+
+@pytest.mark.slow
+def test_clear_stops_the_nodes_turn_once_its_lead_supervisor_is_gone(on_ray: Harness) -> None:
+    """The lead's supervisor dies while the node runs the turn on (what `pair clear` is for):
+    `pair clear` has the node stop the turn — its shell's group and the `setsid` loop that left
+    it — before the lock goes, says the node confirmed it, and nothing of the turn is left
+    there: its processes are gone when clear returns and the file the loop wrote every 100 ms
+    stops growing. The pair's next turn runs."""
+    import psutil
+
+    from registry.processes import group_members
+
+    ticks = on_ray.sandbox.root / "ticks"
+    loop = f"setsid sh -c 'while :; do echo x >> {ticks}; sleep 0.1; done' &\n"
+    turn, running = on_ray.begin(loop + 'echo "pids $$ $!"\nwait\n')
+
+    def pids() -> list[int] | None:
+        found = PIDS.search(on_ray.runner.read_transcript(turn.seq, turn.kind).data)
+        return [int(pid) for pid in found.group(1).split()] if found else None
+
+    shell, looping = wait_until(pids, timeout=30)
+    pgid = os.getpgid(shell)
+    wait_until(lambda: ticks.exists() and ticks.stat().st_size > 0, timeout=30)
+    os.kill(running["supervisor_pid"], signal.SIGKILL)
+    lost = wait_until(lambda: p if (p := on_ray.runner.probe(turn.seq)).lost else None, timeout=30)
+    assert lost.held and on_ray.process_alive(looping)  # the node runs the turn on
+
+    cleared = on_ray.sandbox.pair("clear")
+    assert cleared.code == 0 and cleared.document is not None, cleared.stdout + cleared.stderr
+    document = cleared.document
+    assert document["status"] == "cleared", document
+    assert document["runner"]["node_turn"] == "stopped" and document["runner"]["pgid"] == pgid
+    # From the node (this machine's processes): nothing of the turn is left, at once.
+    assert not on_ray.process_alive(shell) and not on_ray.process_alive(looping)
+    assert group_members(pgid) == []
+    leftovers = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if str(ticks) in " ".join(p.info["cmdline"] or [])
+    ]
+    assert leftovers == [], leftovers
+    size = ticks.stat().st_size
+    # The loop's 100 ms tick: a file still growing would have grown within a second.
+    assert not _grows(ticks, size, seconds=1.0)
+    assert not on_ray.runner.probe(turn.seq).held
+    again, _ = on_ray.begin("echo next")
+    assert receipt_of(on_ray, again)["reply"] == "next"
+
+
+def _grows(path: Path, size: int, *, seconds: float) -> bool:
+    """Whether `path` grows past `size` within `seconds` (a poll with a deadline)."""
+    try:
+        wait_until(lambda: path.stat().st_size > size or None, timeout=seconds)
+    except AssertionError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_clear_says_unknown_when_the_node_cannot_confirm(on_ray: Harness) -> None:
+    """A dead turn's lock whose unit has no actor on the cluster (nothing there can say what
+    runs): `pair clear` releases it — a lost node must not hold the pair for good — and says
+    `unknown`, never `stopped`."""
+    from pair.state import Marker, load_session, write_marker
+    from registry.processes import identify
+
+    gone = subprocess.Popen(["true"])
+    identity = identify(gone.pid)
+    gone.wait()
+    assert identity is not None
+    paths = PairPaths(state_dir_for(on_ray.sandbox.repo / ".git"))
+    session = load_session(paths)
+    assert session is not None
+    marker = Marker(
+        seq=session.seq + 1,
+        kind="task",
+        owner_token="gone",
+        started_at="2026-12-02T08:00:00Z",
+        supervisor=identity.to_json(),
+        runner={"kind": "ray", "node": ray_cluster.NODE},
+    )
+    write_marker(paths, marker)
+    cleared = on_ray.sandbox.pair("clear")
+    assert cleared.code == 0 and cleared.document is not None, cleared.stdout + cleared.stderr
+    assert cleared.document["status"] == "cleared", cleared.document
+    node = cleared.document["runner"]
+    assert node["node_turn"] == "unknown" and "not on the cluster" in node["reason"], node
+    assert not on_ray.runner.probe(marker.seq).held

@@ -116,6 +116,9 @@ class Reaped:
     marker: dict[str, Any] | None = None
     # `[{field, pid, found}]`: live processes the marker named that were not the turn's (SPEC 8).
     untrusted: list[dict[str, Any]] | None = None
+    # A turn on another machine (SPEC 4.3): what its node says of it — `{node_turn: "stopped" |
+    # "not-running" | "unknown", pgid, reason?}`; None for a turn of this machine.
+    runner: dict[str, Any] | None = None
 
 
 class TurnRunner(Protocol):

@@ -25,6 +25,7 @@ commits, write the receipt — and each step needs the handle and the epoch the 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import tempfile
@@ -49,8 +50,10 @@ from registry.processes import ProcessIdentity, current_identity, is_alive
 from registry.timeutil import iso_z
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from pair.paths import PairPaths
-    from pair.runners.base import TurnStart
+    from pair.runners.base import Reaped, TurnStart
 
 NAMESPACE = "unitmgr"
 POLL_SECONDS = 0.1
@@ -169,6 +172,58 @@ class RayRunner(LocalRunner):
         )
         return True
 
+    def reap(self) -> Reaped:
+        """`pair clear` of a turn on the node: when no process of the turn is left on the lead
+        (its supervisor died) the node may still run it, so the node is asked to stop it first
+        and to say what is left; only then is the lock released (`LocalRunner.reap`, which
+        refuses `turn-in-flight` while the lead's supervisor lives). `runner.node_turn` is what
+        the node confirmed — `stopped`, `not-running` — or `unknown` (the cluster or the actor
+        did not answer, or the node could not confirm the turn dead): never `stopped` unless
+        the node said so. An unknown turn's lock is released all the same (a lost node must
+        not hold the pair for good): the epoch fences whatever it still sends."""
+        from pair.proof import proven_live_pid
+
+        try:
+            marker = read_marker(self.paths)
+        except MarkerUnreadable:
+            marker = None
+        if marker is None or marker.seq < 1 or proven_live_pid(self.paths, marker) is not None:
+            return super().reap()  # nothing to stop, or refused: a process of it lives here
+        node = self._stop_on_node(marker.seq)
+        return dataclasses.replace(super().reap(), runner=node)
+
+    def _stop_on_node(self, epoch: int) -> dict[str, Any]:
+        """Ask the unit's actor to stop turn `epoch`: `{node_turn, actor, pgid, reason?}`."""
+        from pair.runners.choice import refuse_unauthenticated
+
+        session = load_session(self.paths)
+        if session is None:
+            return _unknown(None, "no pair session names the unit's actor")
+        refuse_unauthenticated(self.choice)
+        name = actor_name(self.paths, session)
+        try:
+            with _connected(self.choice) as ray:
+                try:
+                    handle = ray.get_actor(name, namespace=NAMESPACE)
+                except ValueError:
+                    return _unknown(
+                        name,
+                        "the unit's actor is not on the cluster (its node's "
+                        "watchdog stops a turn it leaves; unconfirmed)",
+                    )
+                try:
+                    answer = ray.get(handle.stop.remote(epoch), timeout=CANCEL_SECONDS)
+                except Exception as error:
+                    return _unknown(
+                        name, f"the unit's actor did not answer: {type(error).__name__}"
+                    )
+        except Exception as error:  # the cluster itself did not answer
+            return _unknown(name, f"the cluster did not answer: {type(error).__name__}")
+        if not answer.get("dead"):
+            return _unknown(name, "the node could not confirm the turn's processes dead")
+        state = "stopped" if answer.get("stopped") else "not-running"
+        return {"node_turn": state, "actor": name, "pgid": answer.get("pgid")}
+
     def cancel(self, seq: int | None, *, reason: str) -> dict[str, Any] | None:
         try:
             marker = read_marker(self.paths)
@@ -198,6 +253,25 @@ def _connect(choice: RunnerChoice) -> Any:
         )
         signal.signal(signal.SIGTERM, ours)  # a driver's own handler would end the process
     return ray
+
+
+@contextlib.contextmanager
+def _connected(choice: RunnerChoice) -> Iterator[Any]:
+    """`ray`, connected for one call of a lead's command; disconnected again when this call
+    connected it (a library caller — a test, `unit` in-process — is not left a Ray driver).
+    A cluster that does not answer raises what Ray raises, after Ray's own connect bound."""
+    import ray
+
+    ours = not ray.is_initialized()
+    try:
+        yield _connect(choice)
+    finally:
+        if ours and ray.is_initialized():
+            ray.shutdown()
+
+
+def _unknown(actor: str | None, why: str) -> dict[str, Any]:
+    return {"node_turn": "unknown", "actor": actor, "pgid": None, "reason": why}
 
 
 def _actor(ray: Any, name: str, choice: RunnerChoice) -> tuple[Any, dict[str, Any]]:

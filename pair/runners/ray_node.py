@@ -327,12 +327,23 @@ class UnitActor:
         turn.thread.join(wait_seconds)
         return not turn.thread.is_alive()
 
-    def stop(self, epoch: int) -> dict[str, Any]:
-        """`reap`: stop what of turn `epoch` still runs here."""
+    def stop(self, epoch: int, reason: str = "reaped by the lead") -> dict[str, Any]:
+        """`reap` (`pair clear`): stop what of turn `epoch` still runs here and say, from this
+        node, whether anything of it is left: `{dead, stopped, epoch, pgid}` — `dead` only when
+        the turn's thread has ended and no process of the partner's group is left here
+        (`stopped`: it was running and this call ended it). A turn this actor never ran (an
+        `epoch` it does not hold) has nothing here: dead."""
+        from registry.processes import group_members
+
         turn = self.turn
-        if turn is not None and turn.epoch == epoch and turn.thread.is_alive():
-            return {"dead": self._stop(turn, "reaped by the lead")}
-        return {"dead": True}
+        if turn is None or turn.epoch != epoch:
+            return {"dead": True, "stopped": False, "epoch": self.epoch, "pgid": None}
+        running = turn.thread.is_alive()
+        ended = not running or self._stop(turn, reason)
+        partner = turn.partner or {}
+        pgid = partner.get("pgid") or partner.get("pid")
+        left = group_members(int(pgid)) if isinstance(pgid, int) and pgid > 1 else []
+        return {"dead": ended and not left, "stopped": running, "epoch": epoch, "pgid": pgid}
 
     def retire(self) -> dict[str, Any]:
         """The unit's session is ending: stop what still runs here and remove the node's copy
