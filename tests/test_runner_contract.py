@@ -468,13 +468,16 @@ def test_a_node_killed_mid_turn_ends_node_lost(
     """Last (it kills the second node, then brings a fresh one up): the turn ends `lost`,
     code `node-lost`, within 20 s; the lock is released; the earlier turn's commit is intact in
     the lead's branch; and nothing of the turn runs on — its watchdog killed it, even the part
-    that left the partner's session."""
+    that left the partner's session. Then the receipt's `next`, `pair send`, re-places the unit
+    on the fresh node and rebuilds its copy from the lead's branch: the lost turn's commit,
+    made on the node and never bundled, is in neither the node's copy nor the lead's branch."""
     earlier, _ = on_ray.begin(COMMIT.format(text="earlier", name="earlier.txt"))
     done = receipt_of(on_ray, earlier)
     assert done["status"] == "replied" and done["runner"]["commits"]["fast_forwarded"], done
     head = git(on_ray.sandbox.repo, "rev-parse", "HEAD").strip()
+    unbundled = COMMIT.format(text="lost-work", name="lost.txt")
     turn, _ = on_ray.begin(
-        gated('setsid sleep 300 &\necho "pids $$ $!"', "echo never", on_ray.gate_file)
+        gated(unbundled + 'setsid sleep 300 &\necho "pids $$ $!"', "echo never", on_ray.gate_file)
     )
 
     def pids() -> list[int] | None:
@@ -500,6 +503,19 @@ def test_a_node_killed_mid_turn_ends_node_lost(
         wait_until(lambda: not any(on_ray.process_alive(pid) for pid in processes), timeout=10)
     finally:
         cluster.add_node()
+    body = on_ray.sandbox.root / "again.md"
+    body.write_text(COMMIT.format(text="after", name="after.txt"))
+    sent = on_ray.sandbox.pair("send", "--kind", "task", "--body-file", str(body), "--write")
+    assert sent.code == 0 and sent.document is not None, sent.stdout + sent.stderr
+    again = sent.document
+    assert again["status"] == "replied" and again["runner"]["commits"]["fast_forwarded"], again
+    placed = again["runner"]
+    assert placed["node_id"] == cluster.node_id(ray_cluster.NODE) != done["runner"]["node_id"]
+    copy = Path(placed["home"]) / "worktree"
+    for where in (copy, on_ray.sandbox.repo):
+        assert git(where, "log", "--format=%s").split()[:2] == ["after", "earlier"], where
+        assert "lost-work" not in git(where, "log", "--format=%s"), where
+    assert not (copy / "lost.txt").exists()
 
 
 @pytest.mark.slow
