@@ -130,6 +130,7 @@ def run_bootstrap(
                 idle_seconds=idle_minutes * 60,
                 total_seconds=total_minutes * 60,
                 partner_home=session.identity_home,
+                unit=session.unit,
             ),
             on_partner_start,
         )
@@ -181,7 +182,9 @@ def _bootstrap(
 
     transcript = paths.transcript_file(0, BOOTSTRAP_KIND)
     reply_file = turn.request.reply_file
-    result = runner_for(paths.state_dir).bootstrap(turn, on_partner_start=on_partner_start)
+    # The session is saved only once this turn gave it its id: the runner is the one it names.
+    runner = runner_for(paths.state_dir, session=session)
+    result = runner.bootstrap(turn, on_partner_start=on_partner_start)
     binary = Path(session.partner_bin or adapter.binary_name).name
     outcome = result.outcome
     detail = {"transcript": str(transcript), "seconds": result.seconds}

@@ -5,9 +5,12 @@ unit placed on "any executor node" lands on n2, deterministically, as on a clust
 the lead's own machine) and a second node carrying `unitmgr-node-n2` and `unitmgr-executor` —
 two nodes a unit can be moved between with no third raylet. Each node has its own node root
 (`UNITMGR_NODE_ROOT` in its raylet's environment), so where a node kept its copy of a worktree
-says which node ran the turn. Token authentication is on (the nodes listen on the machine's
-address, which the runner refuses without it), health checks are tuned (a killed node is known in
-about a second), and the cluster has its own temp dir and ports — never `ray stop`, which would
+says which node ran the turn. Each raylet also has `bin/` under the cluster's temp dir first on
+its `PATH` (and the machine's PATH, never a test's): the partner CLIs a node's turns find are the
+node's own (a test installs one there with `install_cli`), never the lead's. Token
+authentication is on (the nodes listen on the machine's address, which the runner refuses
+without it), health checks are tuned (a killed node is known in about a second), and the
+cluster has its own temp dir and ports — never `ray stop`, which would
 kill every Ray process on the machine. `stop` ends only what `start` started.
 """
 
@@ -39,6 +42,8 @@ HEALTH = {
 
 # Read at import (collection), before each test's isolated environment drops UNITMGR_* settings.
 REQUIRE_RAY = os.environ.get("UNITMGR_REQUIRE_RAY") == "1"
+# The machine's PATH, before any test puts its fake CLIs first: a node never sees a test's.
+MACHINE_PATH = os.environ.get("PATH", "")
 
 
 def ray_or_skip() -> Any:
@@ -85,14 +90,40 @@ class RayCluster:
         handle = self.cluster.head_node if node == HEAD else self.worker
         return str(handle.node_id)
 
+    @property
+    def node_bin(self) -> Path:
+        """First on every node's `PATH`: where this machine's nodes find partner CLIs."""
+        return self.root / "bin"
+
+    @contextlib.contextmanager
+    def install_cli(self, name: str, script: str) -> Iterator[Path]:
+        """The partner CLI `name` installed on the nodes (an executable `script`) while the
+        `with` lasts, as an operator installs it on each machine."""
+        path = self.node_bin / name
+        path.write_text(script)
+        path.chmod(0o755)
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
     def kill_node(self) -> None:
         """The second node's machine is gone: its raylet and every worker on it killed."""
         self.cluster.remove_node(self.worker, allow_graceful=False)
         self.worker = None
 
     def add_node(self) -> None:
-        with _environment({**self.environment, "UNITMGR_NODE_ROOT": str(self.node_root(NODE))}):
+        with _environment({**self.environment, **_node_environment(self.root, NODE)}):
             self.worker = self.cluster.add_node(num_cpus=1, resources=NODE_RESOURCES)
+
+
+def _node_environment(root: Path, node: str) -> dict[str, str]:
+    """What a node's raylet (and so its workers and turns) gets beyond the lead's: its own node
+    root, and its own partner CLIs first on `PATH`."""
+    return {
+        "UNITMGR_NODE_ROOT": str(root / f"nodes-{node}"),
+        "PATH": os.pathsep.join([str(root / "bin"), MACHINE_PATH]),
+    }
 
 
 def start() -> RayCluster:
@@ -105,7 +136,8 @@ def start() -> RayCluster:
         "RAY_USAGE_STATS_ENABLED": "0",
         **HEALTH,
     }
-    head = {**environment, "UNITMGR_NODE_ROOT": str(root / f"nodes-{HEAD}")}
+    (root / "bin").mkdir()
+    head = {**environment, **_node_environment(root, HEAD)}
     with _environment(head):  # before ray is imported: it reads RAY_AUTH_MODE once
         try:
             ray_or_skip()

@@ -15,6 +15,7 @@ session's `cluster` fixture (tests/conftest.py).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +174,45 @@ def test_a_unit_moved_from_one_node_to_the_other(
     _ok(sandbox.unit("dismantle", "--unit", "u1", "--force", "u1"))
     assert not _actor_alive(cluster, actor)
     assert not Path(on_second["home"]).exists()
+
+
+@pytest.mark.slow
+def test_a_units_bootstrap_runs_on_its_node_and_again_on_the_node_it_moves_to(
+    sandbox: Sandbox,
+    cluster: ray_cluster.RayCluster,
+    fake_partners: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A streaming partner's session lives where its CLI ran, so `unit create --runner ray
+    --node n1` bootstraps on n1 (in n1's copy of the worktree) and the turns there resume it;
+    `unit restaff --node n2` bootstraps afresh on n2, whose turns resume that one. The lead's
+    claude only answers the preflight (`--version`, `--help`): it never runs a turn."""
+    from tests.test_runner_contract import node_fake_claude
+
+    for name, value in cluster.environment.items():
+        monkeypatch.setenv(name, value)
+    sandbox.machine_config.write_text(f'[ray]\naddress = "{cluster.address}"\n')
+    _ok(sandbox.unit("config", "--approve"))
+    node_log = sandbox.root / "node-partner.jsonl"
+    staffing = {"partner": "claude", "model": None, "effort": "high"}
+    with cluster.install_cli("claude", node_fake_claude(cluster, FAKE_LOG=str(node_log))):
+        _ok(sandbox.create("u1", "--runner", "ray", "--node", ray_cluster.HEAD, **staffing))
+        assert sandbox.wait_turn("u1")["status"] == "replied"
+        restaff = ["restaff", "--unit", "u1", "--lead", "human", "--partner", "claude"]
+        restaff += ["--effort", "high", "--reason", "move", "--runner", "ray"]
+        _ok(sandbox.unit(*restaff, "--node", ray_cluster.NODE))
+        assert sandbox.wait_turn("u1")["status"] == "replied"
+
+    def where(call: dict[str, Any]) -> str:
+        cwd = Path(call["cwd"]).resolve()
+        nodes = (ray_cluster.HEAD, ray_cluster.NODE)
+        return next(n for n in nodes if cwd.is_relative_to(cluster.node_root(n).resolve()))
+
+    calls = [json.loads(line) for line in node_log.read_text().splitlines()]
+    runs = [(where(call), "--resume" in call["argv"]) for call in calls]
+    assert runs[0] == (ray_cluster.HEAD, False), runs  # the bootstrap on n1
+    moved = runs.index((ray_cluster.NODE, False))  # the bootstrap on n2
+    assert set(runs[1:moved]) == {(ray_cluster.HEAD, True)}, runs  # n1's turns resume n1's
+    assert set(runs[moved + 1 :]) == {(ray_cluster.NODE, True)}, runs
+    assert [call for call in fake_partners.calls("claude") if call["prompt"]] == []
+    _ok(sandbox.unit("dismantle", "--unit", "u1", "--force", "u1"))

@@ -4,10 +4,13 @@ The `harness` fixture yields a runner and what only its own machine can do (see 
 there is alive, open a gate file the turn polls, lose the process that would write the receipt);
 it is parametrized over `LocalRunner` and `RayRunner` (SPEC 4.3: a unit's actor on the second
 node of a real two-node `ray.cluster_utils.Cluster`, started once for the module,
-tests/ray_cluster.py), and both pass these tests unchanged. The Ray runner's own failure cases
-(a node killed mid-turn, a stale epoch's bundle, a lead supervisor killed and re-attached) follow
-at the end. The cluster (the `cluster` fixture, tests/conftest.py) is started once per xdist
-worker that runs a Ray test.
+tests/ray_cluster.py), and both pass these tests unchanged — except the bootstrap case, whose
+fake partner takes its scenario from this process's environment, which a node's partner never
+gets (SPEC 4.3): the Ray runner's bootstrap, on the node, makes the same checks in its own case
+at the end. The Ray runner's own cases (a node killed mid-turn and the re-send after it, a stale
+epoch's bundle, a lead supervisor killed and re-attached, `pair clear` stopping the node's turn
+or answering `unknown`) follow at the end. The cluster (the `cluster` fixture,
+tests/conftest.py) is started once per xdist worker that runs a Ray test.
 
 Each turn's work is the shell script in its body: the pair's script partner runs
 `sed 1,2d | sh` (the prompt without its header line and the blank line after it).
@@ -15,6 +18,7 @@ Each turn's work is the shell script in its body: the pair's script partner runs
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -208,21 +212,15 @@ def _reap_when_dead(runner: TurnRunner) -> Any:
         return None
 
 
-@pytest.fixture(params=RUNNERS)
-def fresh_runner(
-    request: pytest.FixtureRequest, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
-) -> TurnRunner:
+@pytest.fixture
+def fresh_runner(sandbox: Sandbox) -> TurnRunner:
     """A runner for a worktree with no pair yet (what `pair init` asks to bootstrap). The Ray
-    runner's bootstrap runs on the lead, in `pair init`'s foreground, as the local one does."""
-    state_dir = state_dir_for(sandbox.repo / ".git")
-    if request.param == "ray":
-        from pair.runners.choice import RunnerChoice
-        from pair.runners.ray import RayRunner
-
-        ray_options(request, monkeypatch)
-        address = request.getfixturevalue("cluster").address
-        return RayRunner(state_dir, RunnerChoice("ray", ray_cluster.NODE, address))
-    return LocalRunner(state_dir)
+    runner's bootstrap runs on the unit's node, with the node's own CLI and environment (a
+    partner's session lives where its CLI ran), so the test's fake partner and the scenario it
+    sets in this process's environment are not the node's: the Ray runner's bootstrap is
+    proved by `test_a_bootstrap_on_ray_runs_on_the_node_and_names_its_partner_first` below,
+    with every check of this case and the CLI installed on the node."""
+    return LocalRunner(state_dir_for(sandbox.repo / ".git"))
 
 
 def test_a_bootstrap_runs_in_the_foreground_and_names_its_partner_first(
@@ -605,3 +603,95 @@ def test_clear_says_unknown_when_the_node_cannot_confirm(on_ray: Harness) -> Non
     node = cleared.document["runner"]
     assert node["node_turn"] == "unknown" and "not on the cluster" in node["reason"], node
     assert not on_ray.runner.probe(marker.seq).held
+
+
+NODE_FAKE = """#!{python}
+import os, sys
+os.environ.update({environment!r})
+sys.path.insert(0, {fakes!r})
+from partner_fake import main
+main("claude")
+"""
+
+
+def node_fake_claude(cluster: ray_cluster.RayCluster, **environment: str) -> str:
+    """The fake claude as a node has it installed: its own scenario and log, not the lead's."""
+    from tests.conftest import FAKES
+
+    return NODE_FAKE.format(python=sys.executable, environment=environment, fakes=str(FAKES))
+
+
+@pytest.mark.slow
+def test_a_bootstrap_on_ray_runs_on_the_node_and_names_its_partner_first(
+    sandbox: Sandbox,
+    fake_partners: Any,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Ray runner's bootstrap (SPEC 4.3), with every check of the contract's bootstrap case
+    (`test_a_bootstrap_runs_in_the_foreground_and_names_its_partner_first`): it runs on the
+    unit's node — the node's own claude, in the node's copy of the worktree, where the later
+    turns resume the session it creates — in the caller's foreground; the partner is named (to
+    the caller and in the marker) while it is alive, before anything waits on it; the call
+    returns once it is gone, with its session id; the transcript streams back; what it left
+    running on the node (a double-forked `setsid` grandchild) is killed and listed; the lease
+    stays the caller's. The lead's own fake claude is never run."""
+    from pair.runners.choice import RunnerChoice
+    from pair.runners.ray import RayRunner
+
+    ray_options(request, monkeypatch)
+    cluster: ray_cluster.RayCluster = request.getfixturevalue("cluster")
+    seconds = str(random.randint(4900, 5699))  # a command line no other test has
+    node_log = sandbox.root / "node-partner.jsonl"
+    script = node_fake_claude(
+        cluster, FAKE_SCENARIO="orphan", FAKE_ORPHAN_SECONDS=seconds, FAKE_LOG=str(node_log)
+    )
+    state_dir = state_dir_for(sandbox.repo / ".git")
+    runner = RayRunner(state_dir, RunnerChoice("ray", ray_cluster.NODE, cluster.address))
+    paths = PairPaths(state_dir)
+    paths.transcripts_dir.mkdir(parents=True)
+    lease = grant_bootstrap(paths, sandbox.repo, idle_minutes=1, total_minutes=2)
+    prompt = paths.turn_file(0, "init", "-prompt.md")
+    prompt.write_text("Reply now with one line saying you are ready.\n")
+    turn_request = TurnRequest(
+        partner="claude",
+        sid="",
+        seq=0,
+        kind="init",
+        write=False,
+        model=None,
+        effort=None,
+        worktree=sandbox.repo,
+        prompt_file=prompt,
+        reply_file=paths.turn_file(0, "init", "-reply.md"),
+        bootstrap=True,
+    )
+    named: list[tuple[int, bool, Any]] = []
+
+    def partner_started(identity: Any) -> None:
+        named.append((identity.pid, _alive(identity.pid), runner.probe(0)))
+
+    turn = BootstrapTurn(
+        lease=lease, request=turn_request, idle_seconds=60, total_seconds=120, partner_home=None
+    )
+    with cluster.install_cli("claude", script):
+        result = runner.bootstrap(turn, on_partner_start=partner_started)
+    assert len(named) == 1, named
+    pid, alive_when_named, probed = named[0]
+    assert alive_when_named and probed.held and probed.partner_pid == pid, named
+    assert not _alive(pid)  # it returns once the partner is gone
+    assert result.status == "replied" and result.outcome.sid == "claude-session-1", result
+    assert b'"session_id"' in runner.read_transcript(0, "init").data
+    assert [item["argv"] for item in result.leftovers] == [["sleep", seconds]], result.leftovers
+    assert not _sleeping(seconds)
+    held = runner.probe(0)
+    assert held.held and held.pid == os.getpid(), held
+    release_owned_marker(paths, lease.token)
+    assert runner.probe(0) == Liveness(held=False, alive=False)
+    # Where it ran: the node's CLI, in the node's copy (under the node's own root), never the
+    # lead's.
+    calls = [json.loads(line) for line in node_log.read_text().splitlines()]
+    assert len(calls) == 1 and "--resume" not in calls[0]["argv"], calls
+    node_root = cluster.node_root(ray_cluster.NODE)
+    assert Path(calls[0]["cwd"]).resolve().is_relative_to(node_root.resolve()), calls
+    assert fake_partners.calls("claude") == []

@@ -17,6 +17,7 @@ from pair.runners.choice import RunnerChoice
 
 if TYPE_CHECKING:
     from pair.runners.base import TurnRunner
+    from pair.state import Session
 
 __all__ = ["RunnerChoice", "check_choice", "runner_for", "session_choice"]
 
@@ -33,15 +34,17 @@ def check_choice(choice: RunnerChoice) -> None:
         require_ray()
 
 
-def session_choice(state_dir: str | Path) -> RunnerChoice:
-    """The runner the pair session in `state_dir` names, verified (`runner-untrusted` when an
-    unsigned or forged choice is there); local when there is no session or no choice."""
+def session_choice(state_dir: str | Path, session: Session | None = None) -> RunnerChoice:
+    """The runner the pair session in `state_dir` names (or `session`, one `pair init` is
+    creating there and has not saved yet), verified (`runner-untrusted` when an unsigned or
+    forged choice is there); local when there is no session or no choice."""
     from pair.paths import PairPaths
     from pair.runners.choice import verified_choice
     from pair.state import load_session
 
     paths = PairPaths(Path(state_dir))
-    session = load_session(paths)
+    if session is None:
+        session = load_session(paths)
     if session is None or session.runner is None:
         return RunnerChoice()
     again = shlex.join(["pair", "init", "--repo", session.worktree, "--partner", session.partner])
@@ -51,9 +54,10 @@ def session_choice(state_dir: str | Path) -> RunnerChoice:
     return verified_choice(paths.state_dir, session.runner, untrusted_next=again)
 
 
-def runner_for(state_dir: str | Path) -> TurnRunner:
-    """The runner of the pair in `state_dir`: the one place a runner is chosen."""
-    choice = session_choice(state_dir)
+def runner_for(state_dir: str | Path, *, session: Session | None = None) -> TurnRunner:
+    """The runner of the pair in `state_dir` (`session`: the one being created there): the one
+    place a runner is chosen."""
+    choice = session_choice(state_dir, session)
     if choice.kind == "ray":
         from pair.runners.ray import RayRunner
 

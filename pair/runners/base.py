@@ -78,6 +78,7 @@ class BootstrapTurn:
     idle_seconds: float
     total_seconds: float
     partner_home: str | None  # the identity's home (CODEX_HOME for codex); None: the default
+    unit: str | None = None  # the session's unit: a runner elsewhere names its actor by it
 
 
 @dataclass(frozen=True)

@@ -50,10 +50,11 @@ from registry.processes import ProcessIdentity, current_identity, is_alive
 from registry.timeutil import iso_z
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from pair.paths import PairPaths
-    from pair.runners.base import Reaped, TurnStart
+    from pair.runners.base import BootstrapTurn, Liveness, Reaped, TurnStart
+    from pair.turn import TurnResult
 
 NAMESPACE = "unitmgr"
 POLL_SECONDS = 0.1
@@ -78,12 +79,17 @@ def require_ray() -> None:
 
 def actor_name(paths: PairPaths, session: Session) -> str:
     """`unitmgr/<repo-id>/<unit-id>`: the unit's one actor (a bare pair: its state dir's)."""
+    return unit_actor_name(paths, session.unit)
+
+
+def unit_actor_name(paths: PairPaths, unit: str | None) -> str:
+    """`actor_name` before the session is saved (the bootstrap knows only its unit)."""
     from pair.git import common_dir
     from registry.userdirs import repository_id
 
     repo = repository_id(common_dir(paths.state_dir.parent))
     unit = (
-        session.unit
+        unit
         or "pair-" + hashlib.sha256(os.path.realpath(paths.state_dir).encode()).hexdigest()[:12]
     )
     return f"unitmgr/{repo}/{unit}"
@@ -121,6 +127,83 @@ class RayRunner(LocalRunner):
             handshake_seconds=HANDSHAKE_SECONDS,
             fork=False,  # the supervisor becomes a Ray driver: a fresh interpreter
         )
+
+    def bootstrap(
+        self,
+        turn: BootstrapTurn,
+        *,
+        on_partner_start: Callable[[ProcessIdentity], None] | None = None,
+    ) -> TurnResult:
+        """`pair init`'s bootstrap on the unit's node, in the caller's foreground (SPEC 4.3): a
+        partner's session lives where its CLI ran (claude's `~/.claude`, codex's rollouts), so
+        the node that resumes it must be the one that created it. A new session gets a fresh
+        actor (one left under the unit's name — a move, a resumed create — is retired first),
+        the lead's HEAD as the copy's base, and turn 0 run by the same node turn code as every
+        other turn; this process follows it as a supervisor does (transcript by byte offset
+        into the local file, the partner named into the marker and to `on_partner_start` as
+        soon as the node reports it) and returns once the node says nothing of it is left."""
+        from pair import git as pair_git
+        from pair.runners.choice import refuse_unauthenticated
+        from pair.state import BOOTSTRAP_KIND
+
+        refuse_unauthenticated(self.choice)
+        paths, token, request = self.paths, turn.lease.token, turn.request
+        worktree = Path(request.worktree)
+        base = pair_git.rev(worktree, "HEAD")
+        name = unit_actor_name(paths, turn.unit)
+        facts: dict[str, Any] = {"kind": "ray", "node": self.choice.node}
+        update_owned_marker(paths, token, base_commit=base, runner=dict(facts))
+        facts["resource"] = self.choice.resource
+
+        def named(partner: dict[str, Any]) -> None:
+            identity = ProcessIdentity.from_json(partner)
+            if identity is not None and on_partner_start is not None:
+                on_partner_start(dataclasses.replace(identity, token=token))
+
+        spec = {
+            "partner": request.partner,
+            "sid": request.sid,
+            "kind": BOOTSTRAP_KIND,
+            "write": False,
+            "bootstrap": True,
+            "model": request.model,
+            "effort": request.effort,
+            "prompt": request.prompt_file.read_text(encoding="utf-8"),
+            "idle_seconds": turn.idle_seconds,
+            "total_seconds": turn.total_seconds,
+            "base_commit": base,
+            "environment": None,
+            "unit": turn.unit,
+        }
+        try:
+            with _connected(self.choice) as ray:
+                handle, hello = _actor(ray, name, self.choice, fresh=True)
+                facts.update(actor=name, node_id=hello.get("node_id"), home=hello.get("home"))
+                bundle = _base_bundle(ray, handle, worktree, base)
+                started = ray.get(handle.start.remote(0, token, spec, bundle), timeout=60)
+                if "started" in started:
+                    update_owned_marker(paths, token, runner=facts)
+                    transcript = paths.transcript_file(0, BOOTSTRAP_KIND)
+                    node = _follow(
+                        ray, handle, paths, token, 0, transcript, facts, lambda: None, named
+                    )
+                else:
+                    why = started.get("refused") or started.get("lost")
+                    node = {"status": "failed", "reason": f"the node refused: {why}"}
+        except Exception as error:
+            why = f"node-lost: could not run the bootstrap on the node: {type(error).__name__}"
+            node = {"status": "failed", "reason": why}
+        return _turn_result(node)
+
+    def probe(self, seq: int) -> Liveness:
+        """As `LocalRunner.probe`; a partner on the node is the one the marker names."""
+        liveness = super().probe(seq)
+        if liveness.partner_pid is None and liveness.held:
+            marker = self._marker_of(seq)
+            remote = (marker.remote_partner if marker is not None else None) or {}
+            if isinstance(remote.get("pid"), int):
+                return dataclasses.replace(liveness, partner_pid=remote["pid"])
+        return liveness
 
     def release(self) -> dict[str, Any]:
         """The session is ending (`close_state`: a restaff or a dismantle): its actor retires
@@ -187,7 +270,8 @@ class RayRunner(LocalRunner):
             marker = read_marker(self.paths)
         except MarkerUnreadable:
             marker = None
-        if marker is None or marker.seq < 1 or proven_live_pid(self.paths, marker) is not None:
+        on_node = marker is not None and (marker.seq > 0 or bool(marker.runner))  # a bootstrap too
+        if marker is None or not on_node or proven_live_pid(self.paths, marker) is not None:
             return super().reap()  # nothing to stop, or refused: a process of it lives here
         node = self._stop_on_node(marker.seq)
         return dataclasses.replace(super().reap(), runner=node)
@@ -274,10 +358,34 @@ def _unknown(actor: str | None, why: str) -> dict[str, Any]:
     return {"node_turn": "unknown", "actor": actor, "pgid": None, "reason": why}
 
 
-def _actor(ray: Any, name: str, choice: RunnerChoice) -> tuple[Any, dict[str, Any]]:
-    """The unit's actor on the chosen node, created when there is none, and its `hello` (the
-    node's own word on where it runs: its Ray node id and the directory of its copy)."""
+def _retire(ray: Any, name: str, handle: Any) -> None:
+    """Retire and kill the actor `handle` (its turn stopped, the node's copy removed) and wait
+    until its name is free again (a kill is asynchronous)."""
+    with contextlib.suppress(Exception):  # a dead actor is killed all the same
+        ray.get(handle.retire.remote(), timeout=CALL_SECONDS)
+    ray.kill(handle, no_restart=True)
+    deadline = time.monotonic() + CALL_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            ray.get_actor(name, namespace=NAMESPACE)
+        except ValueError:
+            return
+        time.sleep(POLL_SECONDS)
+
+
+def _actor(
+    ray: Any, name: str, choice: RunnerChoice, *, fresh: bool = False
+) -> tuple[Any, dict[str, Any]]:
+    """The unit's actor on the chosen node, created when there is none (`fresh`: always a new
+    one, any actor under the name retired first), and its `hello` (the node's own word on
+    where it runs: its Ray node id and the directory of its copy)."""
     from pair.runners.ray_node import UnitActor
+
+    if fresh:
+        try:
+            _retire(ray, name, ray.get_actor(name, namespace=NAMESPACE))
+        except ValueError:
+            pass  # none: the usual case
 
     remote = ray.remote(UnitActor)
     handle = remote.options(
@@ -292,9 +400,7 @@ def _actor(ray: Any, name: str, choice: RunnerChoice) -> tuple[Any, dict[str, An
     ).remote(name, choice.resource)
     hello = ray.get(handle.hello.remote(), timeout=60)
     if hello["resource"] != choice.resource:  # moved deliberately: rebuilt on the new node
-        with contextlib.suppress(Exception):  # the old node's copy goes with it
-            ray.get(handle.retire.remote(), timeout=CALL_SECONDS)
-        ray.kill(handle, no_restart=True)
+        _retire(ray, name, handle)  # the old node's copy goes with it
         return _actor(ray, name, choice)
     return handle, hello
 
@@ -410,6 +516,7 @@ def _follow(
     transcript: Path,
     facts: dict[str, Any],
     stop_requested: Any,
+    on_partner: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     import ray.exceptions as errors
 
@@ -453,6 +560,8 @@ def _follow(
             if answer.get("partner") and not partner_seen:
                 partner_seen = True
                 update_owned_marker(paths, token, remote_partner=answer["partner"])
+                if on_partner is not None:
+                    on_partner(answer["partner"])
             if "result" in answer:
                 return {**answer["result"], "runner": facts}
             if now - last_beat > HEARTBEAT_SECONDS:
@@ -471,6 +580,31 @@ def _lost(facts: dict[str, Any], why: str, cancel: str | None) -> dict[str, Any]
     if cancel:
         reason = f"cancel ({cancel}) unconfirmed: {reason}"
     return {"status": status, "reason": reason, **_no(facts)}
+
+
+def _turn_result(node: dict[str, Any]) -> TurnResult:
+    """The node's result as the turn code's `TurnResult` (its partner ran elsewhere: None)."""
+    from pair.partners.base import TurnOutcome
+    from pair.turn import TurnResult
+
+    extra = node.get("extra")
+    outcome = TurnOutcome(
+        status=str(node.get("status") or "failed"),
+        reply=node.get("reply"),
+        reason=node.get("reason"),
+        sid=node.get("sid"),
+        extra=dict(extra) if isinstance(extra, dict) else {},
+    )
+    return TurnResult(
+        outcome=outcome,
+        exit_code=node.get("exit_code"),
+        seconds=float(node.get("seconds") or 0.0),
+        command=list(node.get("command") or []),
+        partner=None,
+        partial_reply=bool(node.get("partial_reply")),
+        throttle_signals=node.get("throttle_signals"),
+        leftovers=list(node.get("leftovers") or []),
+    )
 
 
 def land_commits(
@@ -520,10 +654,8 @@ def run_remote(
     """`pair.supervisor.supervise`'s turn for a session whose turns run on Ray: drive the
     node, land its commits, and build the receipt as the local supervisor does."""
     from pair import receipts
-    from pair.partners.base import TurnOutcome
     from pair.runners.choice import verified_choice
     from pair.supervisor import SIGTERM_REASON, Stop, build_receipt, turn_request
-    from pair.turn import TurnResult
     from registry.atomic import write_text_atomic
 
     if refused := receipts.untrusted(paths, session, marker, supervisor_pid, started_at):
@@ -550,21 +682,8 @@ def run_remote(
     if node.get("diverged"):
         runner["commits"] = {"refused": "the node's HEAD does not descend from the base"}
     request = turn_request(paths, session, marker, partner_bin=None)
-    outcome = TurnOutcome(
-        status=str(node.get("status") or "failed"),
-        reply=node.get("reply"),
-        reason=node.get("reason"),
-        sid=node.get("sid"),
-    )
-    result = TurnResult(
-        outcome=outcome,
-        exit_code=node.get("exit_code"),
-        seconds=float(node.get("seconds") or 0.0),
-        command=list(node.get("command") or []),
-        partner=None,
-        partial_reply=bool(node.get("partial_reply")),
-        throttle_signals=node.get("throttle_signals"),
-    )
+    result = _turn_result(node)
+    outcome = result.outcome
     if outcome.reply:
         write_text_atomic(request.reply_file, outcome.reply + "\n")
     try:

@@ -3,9 +3,10 @@
 `UnitActor` lives on the unit's node (pinned by a custom resource) and holds the node's own
 copy of the unit's worktree under `$UNITMGR_NODE_ROOT` (default `$XDG_STATE_HOME/unitmgr/nodes`).
 `start` takes the lease epoch (refusing one it has passed, and stopping an older turn it still
-runs), fetches the base commit from a git bundle the lead put in the object store, resets the
-copy to it and runs the turn in a thread with the same turn code the local supervisor runs
-(`pair.turn.run_turn`: budgets, hang kill, redaction). `poll` hands back the transcript from a
+runs; epoch 0 is a new session's bootstrap, started only on a fresh actor), fetches the base
+commit from a git bundle the lead put in the object store, resets the copy to it and runs the
+turn in a thread with the same turn code the local supervisor runs (`pair.turn.run_turn`:
+budgets, hang kill, redaction). `poll` hands back the transcript from a
 byte offset and, once the turn is over, its result: the outcome, a bundle of the commits it made
 on top of the base, and the paths it left uncommitted. Nothing here depends on the lead's
 process: a lead supervisor that dies and comes back finds the turn by its epoch.
@@ -114,6 +115,7 @@ class NodeTurn:
             worktree=self.clone,
             prompt_file=prompt,
             reply_file=self.state_dir / f"{self.epoch:04d}-{spec['kind']}-reply.md",
+            bootstrap=bool(spec.get("bootstrap")),  # `pair init`'s turn 0: creates the session
             partner_bin=None,  # the node's own CLI: the lead's path means nothing here
         )
         environment = partner_environment(codex_home=None)  # the node's own, never the lead's
@@ -158,6 +160,7 @@ class NodeTurn:
             "reason": outcome.reason,
             "reply": outcome.reply,
             "sid": outcome.sid,
+            "extra": dict(outcome.extra),  # e.g. the model a bootstrap's CLI reports
             "exit_code": result.exit_code,
             "seconds": result.seconds,
             "command": result.command,
@@ -275,7 +278,8 @@ class UnitActor:
                 return {"started": True, "again": True}
             if attach:
                 return {"lost": f"this node's actor never ran epoch {epoch} (at {self.epoch})"}
-            if epoch <= self.epoch:
+            fresh = epoch == 0 and self.turn is None  # a new session's bootstrap, on a new actor
+            if epoch <= self.epoch and not fresh:
                 return {"refused": f"epoch {epoch} is stale: this node is at epoch {self.epoch}"}
             if self.turn is not None and self.turn.thread.is_alive():
                 self._stop(self.turn, "a newer epoch started")
