@@ -44,6 +44,14 @@ def cancel_state(
         if receipt is not None and receipt.get("status") == "cancelled":
             return _cancel_document(receipt, repeated=True)
         raise _nothing_to_cancel(session, target, receipt)
+    if receipt.get("status") == "unknown":  # a turn on a node that could not confirm it dead
+        raise StateError(
+            "cancel-unconfirmed",
+            f"seq {receipt.get('seq')}: {receipt.get('reason')} — it may still run on its node; "
+            "the lock is released and the epoch fences whatever it still sends",
+            detail={"seq": receipt.get("seq"), "status": "unknown", "receipt": receipt},
+            next_step=shlex.join(["pair", "status", "--repo", str(session.worktree)]),
+        )
     if receipt.get("status") != "cancelled":
         raise _nothing_to_cancel(session, int(receipt.get("seq") or 0), receipt)
     return _cancel_document(receipt, repeated=False)

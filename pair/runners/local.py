@@ -174,7 +174,22 @@ class LocalRunner:
         marker = _request_cancel(self.paths, session.worktree, seq, reason)
         if marker is None:
             return None
-        return _await_cancel(self.paths, session, marker)
+        return _await_cancel(
+            self.paths,
+            session,
+            marker,
+            wait_seconds=self.cancel_wait_seconds,
+            unsupervised=self._unsupervised_stop(),
+        )
+
+    # How long a cancel waits for the turn's supervisor to write the receipt before it stops
+    # the turn itself.
+    cancel_wait_seconds = CANCEL_WAIT_SECONDS
+
+    def _unsupervised_stop(self) -> Callable[[Session, Marker], tuple[str, str]] | None:
+        """How a cancel stops a turn no supervisor is left to stop — `(status, how)` for its
+        receipt — when the partner is not this machine's; None: kill its tree here."""
+        return None
 
     def reattach(self, seq: int) -> bool:
         return False  # a local turn's partner dies with its supervisor (the subreaper's sweep)
@@ -253,14 +268,22 @@ def _request_cancel(paths: PairPaths, worktree: str, seq: int | None, why: str) 
         return marker
 
 
-def _await_cancel(paths: PairPaths, session: Session, marker: Marker) -> dict[str, Any]:
-    """Signal the turn's supervisor until its receipt is written and the marker released; kill
-    the turn here when no supervisor is left to do it. The receipt.
+def _await_cancel(
+    paths: PairPaths,
+    session: Session,
+    marker: Marker,
+    *,
+    wait_seconds: float = CANCEL_WAIT_SECONDS,
+    unsupervised: Callable[[Session, Marker], tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Signal the turn's supervisor until its receipt is written and the marker released; stop
+    the turn without it (`unsupervised`: the runner's way, which says the receipt's status)
+    when none is left or it has not answered within `wait_seconds`. The receipt.
 
     Every round proves again what the marker names (it can be rewritten meanwhile): a live
     process it does not prove is `record-untrusted`, and nothing is signalled."""
     receipt_file = paths.turn_file(marker.seq, marker.kind, "-receipt.json")
-    deadline = time.monotonic() + CANCEL_WAIT_SECONDS
+    deadline = time.monotonic() + wait_seconds
     signalled: set[int] = set()
     while True:
         try:
@@ -287,7 +310,7 @@ def _await_cancel(paths: PairPaths, session: Session, marker: Marker) -> dict[st
                 # before its supervisor took the turn, or a supervisor that does not answer.
                 if supervisor is not None:
                     kill_tree(supervisor, proof=supervisor_proof(paths.state_dir), grace_seconds=0)
-                receipt = _cancel_unsupervised(paths, session, marker)
+                receipt = _cancel_unsupervised(paths, session, marker, unsupervised)
                 if receipt is not None:
                     _confirm_dead(paths, marker)
                     return receipt
@@ -295,25 +318,38 @@ def _await_cancel(paths: PairPaths, session: Session, marker: Marker) -> dict[st
 
 
 def _cancel_unsupervised(
-    paths: PairPaths, session: Session, marker: Marker
+    paths: PairPaths,
+    session: Session,
+    marker: Marker,
+    stop: Callable[[Session, Marker], tuple[str, str]] | None = None,
 ) -> dict[str, Any] | None:
-    """Kill what remains of a turn with no supervisor, write its receipt and release its marker;
-    None when the marker stopped being this turn's meanwhile (its supervisor finished)."""
+    """Stop what remains of a turn with no supervisor (`stop`: the runner's way; default: kill
+    the partner's tree here), write its receipt and release its marker; None when the marker
+    stopped being this turn's meanwhile (its supervisor finished)."""
     from pair.receipts import minimal_receipt
 
-    partner = ProcessIdentity.from_json(marker.partner)
-    proof = partner_proof(paths, marker)
-    killed = kill_tree(partner, proof=proof, grace_seconds=CANCEL_GRACE_SECONDS) if partner else []
+    leftovers: list[dict[str, Any]] = []
+    if stop is None:
+        partner = ProcessIdentity.from_json(marker.partner)
+        proof = partner_proof(paths, marker)
+        killed = (
+            kill_tree(partner, proof=proof, grace_seconds=CANCEL_GRACE_SECONDS) if partner else []
+        )
+        leftovers = [{"pid": pid, "argv": []} for pid in killed if partner and pid != partner.pid]
+        status, how = "cancelled", "no supervisor was left; cancel stopped the partner itself"
+    else:
+        status, how = stop(session, marker)
     why = str((marker.cancel or {}).get("reason") or DEFAULT_CANCEL_REASON)
+    word = "cancelled" if status == "cancelled" else "cancel unconfirmed"
     receipt = minimal_receipt(
         paths,
         session,
         marker,
-        status="cancelled",
-        reason=f"cancelled: {why} (no supervisor was left; cancel stopped the partner itself)",
+        status=status,
+        reason=f"{word}: {why} ({how})",
         supervisor_pid=(marker.supervisor or {}).get("pid"),
         started_at=None,
-        leftovers=[{"pid": pid, "argv": []} for pid in killed if partner and pid != partner.pid],
+        leftovers=leftovers,
     )
     with marker_mutex(paths):
         try:

@@ -308,7 +308,15 @@ class RayRunner(LocalRunner):
         state = "stopped" if answer.get("stopped") else "not-running"
         return {"node_turn": state, "actor": name, "pgid": answer.get("pgid")}
 
+    # The supervisor's answer may take a poll (CALL_SECONDS) and the node's cancel
+    # (CANCEL_SECONDS) before its receipt: only then does a cancel stop the turn without it.
+    cancel_wait_seconds = CALL_SECONDS + CANCEL_SECONDS + 10.0
+
     def cancel(self, seq: int | None, *, reason: str) -> dict[str, Any] | None:
+        """As `LocalRunner.cancel`, through the lead's supervisor (re-attached when it died),
+        which forwards the cancel to the node and writes `cancelled` only once the node reports
+        the turn dead — `unknown` (code `cancel-unconfirmed`) when it cannot. With no supervisor
+        able to answer, the node is asked directly (`stop`), never answered for."""
         try:
             marker = read_marker(self.paths)
         except MarkerUnreadable:
@@ -316,6 +324,15 @@ class RayRunner(LocalRunner):
         if marker is not None and (seq is None or marker.seq == seq):
             self.reattach(marker.seq)  # a cancel needs a supervisor to reach the node
         return super().cancel(seq, reason=reason)
+
+    def _unsupervised_stop(self) -> Callable[[Session, Marker], tuple[str, str]]:
+        def stop(session: Session, marker: Marker) -> tuple[str, str]:
+            node = self._stop_on_node(marker.seq)
+            if node["node_turn"] in ("stopped", "not-running"):
+                return "cancelled", f"the node confirmed the turn dead: {node['node_turn']}"
+            return "unknown", f"the node could not confirm the turn dead: {node.get('reason')}"
+
+        return stop
 
 
 # -- the lead's supervisor, driving the actor --------------------------------------------------
