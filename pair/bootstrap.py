@@ -13,7 +13,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pair.errors import StateError, UsageError
 from pair.models import Resolution, check_claude_family
@@ -34,6 +33,10 @@ from pair.turn import DEFAULT_BUDGET_MINUTES
 from registry.atomic import write_text_atomic
 from registry.processes import ProcessIdentity, current_identity
 from registry.timeutil import iso_z
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 BOOTSTRAP_IDLE_MINUTES, BOOTSTRAP_TOTAL_MINUTES = DEFAULT_BUDGET_MINUTES
 ROLE_LINES = {

@@ -19,8 +19,12 @@ It reads processes; it signals nothing. psutil is imported inside the functions.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any
+
+from registry.light_dataclass import dataclass
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Set by unitmgr in the environment of a child it starts (setup, validation); journaled with it.
 CHILD_TOKEN_VARIABLE = "UNITMGR_CHILD_TOKEN"

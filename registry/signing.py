@@ -24,12 +24,13 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 from registry.userdirs import private_dir, repository_id, state_home
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from registry.records import UnitRecord
 
 MAC_PREFIX = "hmac-sha256:"

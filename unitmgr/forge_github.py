@@ -21,7 +21,6 @@ retry policy lives, SPEC 5); the Forge Protocol it implements is unitmgr/forge.p
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import time
@@ -29,6 +28,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from registry import light_dataclass as dataclasses
 from registry.errors import RetryableError, Rewrite, StateError
 from registry.redact import gh_auth_token
 from registry.timeutil import seconds_from_env

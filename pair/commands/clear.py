@@ -6,10 +6,13 @@ processes lives. A live process the marker names but does not prove the turn's (
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pair.commands.shared import locate_paths
 from pair.runners import runner_for
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def clear(repo: str | Path) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from pair.commands.shared import locate_paths, parse_minutes, resolve_lead, session_view
 from pair.environment import is_session_variable, partner_environment
@@ -24,7 +23,10 @@ from registry.atomic import ensure_private_dir
 from registry.processes import ProcessIdentity
 from registry.timeutil import iso_z
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
     from pair.models import Resolution
     from pair.partners.base import Partner
     from pair.runners.choice import RunnerChoice

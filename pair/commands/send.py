@@ -4,9 +4,7 @@ turn."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pair.commands.shared import (
     default_budgets,
@@ -25,8 +23,13 @@ from pair.runners.base import TurnLease, TurnStart
 from pair.session_trust import require_trusted
 from pair.state import TURN_KINDS, Marker, Session, acquire_marker, crash_point, save_session
 from registry.atomic import ensure_private_dir, write_text_atomic
+from registry.light_dataclass import dataclass
 from registry.processes import current_identity
 from registry.timeutil import iso_z
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 SYNC_SEND_SLACK_SECONDS = 60.0
 

@@ -21,9 +21,7 @@ that, after the worktree is gone).
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
+from registry import light_dataclass as dataclasses
 from registry.errors import Rewrite, StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
@@ -43,6 +41,10 @@ from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import MergeOptions
 from unitmgr.units import load, locked, unsigned_fields
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 METHODS = ("merge", "squash", "rebase")
 GATES = (

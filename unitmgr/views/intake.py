@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from registry.errors import StateError
 from unitmgr import admission, validation
@@ -24,6 +23,10 @@ from unitmgr.forge import NOT_CONFIGURED, Dependency, Forge, Issue
 from unitmgr.forge_github import GitHubRefused, open_forge
 from unitmgr.options import IntakeOptions
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 _REFERENCE = r"(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#\d+"
 _DEPENDS = re.compile(

@@ -17,7 +17,6 @@ import re
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
@@ -35,8 +34,10 @@ from unitmgr.views import attention
 from unitmgr.views.worktree_scan import WorktreeFacts, WorktreeJob, WorktreeScanner
 from unitmgr.workspace import Workspace, realpath
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from unitmgr.forge import Forge
 

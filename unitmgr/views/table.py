@@ -9,10 +9,13 @@ in the order `unit watch` names them.
 from __future__ import annotations
 
 import textwrap
-from typing import Any
 
 from registry import terminal
 from unitmgr.views.attention import age_at, waiting_on_you
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 WIDTH = 80
 COMMAND_INDENT = "    "

@@ -18,7 +18,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from pair.api import is_receipt, parse_minutes, paths_at, read_receipt
 from registry.dirwatch import DirectoryWatch
@@ -31,6 +30,10 @@ from unitmgr.units import pair_state
 from unitmgr.views import attention
 from unitmgr.views.observe import busy_holder, receipt_summary, recovery
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 POLL_SECONDS = 0.25
 MTIME_LAG_SECONDS = 0.05
