@@ -95,9 +95,8 @@ def new_child_token(owner: str) -> str:
     environment of a process that already runs, and the prefix binds it to its owner, so a
     token copied from another unit's journal proves nothing for this one.
     """
-    import secrets  # off the start-up path: `status --all` imports this module, not this
-
-    return f"{owner}/{secrets.token_hex(16)}"
+    # `secrets.token_hex(16)` is exactly this; `secrets` imports `hmac` and its OpenSSL (SPEC 7).
+    return f"{owner}/{os.urandom(16).hex()}"
 
 
 def child_proof(token: str | None, owner: str) -> Proof:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from pair.state import (
     save_session,
 )
 from registry.atomic import ensure_private_dir
+from registry.ids import uuid4
 from registry.processes import ProcessIdentity
 from registry.timeutil import iso_z
 
@@ -126,7 +126,7 @@ def init(
     binary, version, resolution = binary_and_model(adapter, model, effort, home)
     session = Session(
         partner=partner,
-        sid=f"script-{uuid.uuid4()}" if partner == "script" else "",
+        sid=f"script-{uuid4()}" if partner == "script" else "",
         seq=0,
         lead=lead_name,
         role=role,

@@ -3,7 +3,6 @@ turn."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 from pair.commands.shared import (
@@ -23,6 +22,7 @@ from pair.runners.base import TurnLease, TurnStart
 from pair.session_trust import require_trusted
 from pair.state import TURN_KINDS, Marker, Session, acquire_marker, crash_point, save_session
 from registry.atomic import ensure_private_dir, write_text_atomic
+from registry.ids import uuid4_hex
 from registry.light_dataclass import dataclass
 from registry.processes import current_identity
 from registry.timeutil import iso_z
@@ -118,7 +118,7 @@ def grant_turn(
     idle = idle or default_idle
     total = total or default_total
 
-    token = uuid.uuid4().hex
+    token = uuid4_hex()
     launcher = current_identity(argv0="pair send")
 
     def build() -> Marker:

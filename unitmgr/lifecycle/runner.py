@@ -22,7 +22,6 @@ refuses exactly as the real command would, plus `dry_run: true`.
 from __future__ import annotations
 
 import functools
-import traceback
 from collections.abc import Callable, Mapping
 
 from registry.errors import StateError, ToolError, UsageError, marking_dry_run
@@ -62,13 +61,15 @@ OnFailure = Callable[[ToolError, str | None], ToolError]
 
 def unexpected(error: Exception, step: str | None) -> StateError:
     """`step-failed` for an exception no code raised on purpose; its cause and traceback stay."""
+    from traceback import format_exception  # only on a failure: off the start-up path (SPEC 7)
+
     failed = StateError(
         "step-failed",
         f"{step} failed: {error}",
         detail={
             "step": step,
             "exception": type(error).__name__,
-            "traceback": redact("".join(traceback.format_exception(error))),
+            "traceback": redact("".join(format_exception(error))),
         },
     )
     failed.__cause__ = error

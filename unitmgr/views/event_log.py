@@ -26,7 +26,6 @@ import shlex
 import signal
 
 from registry import bounded, terminal
-from registry.dirwatch import DirectoryWatch
 from registry.errors import Interrupted, StateError, UsageError
 from registry.output import Rendered, write_text
 from registry.redact import redact
@@ -264,6 +263,8 @@ def _follow(
         write_text(header() + "\n")
     for event in events:
         out(event)
+    from registry.dirwatch import DirectoryWatch  # ctypes: only to follow (SPEC 7)
+
     try:
         with DirectoryWatch([workspace.registry.root], contents=True) as watch:
             while True:
