@@ -265,3 +265,29 @@ def test_the_child_environment_follows_every_change_of_the_parents(
     assert child_environment()[name] == "two"
     monkeypatch.delenv(name)
     assert name not in child_environment()
+
+
+def test_the_executable_key_shortcut_answers_as_the_whole_catalogue() -> None:
+    """pair/gitconfig.py answers most keys without compiling its catalogue (SPEC 7 start-up):
+    for every key built from the catalogue's own patterns, and near misses of each, the answer
+    is the full regex's."""
+    import itertools
+    import re
+
+    from pair import gitconfig
+
+    whole = re.compile("|".join(f"(?:{pattern})" for pattern in gitconfig._EXECUTABLE))
+    fillers = ["x", "My.Driver", "a.b.c", "", "UPPER"]
+    keys: set[str] = set()
+    for pattern in gitconfig._EXECUTABLE:
+        words = re.split(r"\\\.", pattern)
+        options = [
+            re.sub(r"[()]", "", word).split("|") if word != ".+" else fillers for word in words
+        ]
+        for parts in itertools.product(*options):
+            key = ".".join(parts)
+            keys |= {key, key.upper(), key + "x", "x" + key, key + ".x", key.rsplit(".", 1)[0]}
+    keys |= {"core.repositoryformatversion", "core.bare", "user.name", "unitmgr.x", "", "core"}
+    assert len(keys) > 500
+    for key in sorted(keys):
+        assert gitconfig.is_executable_key(key) == (whole.fullmatch(key.lower()) is not None), key
