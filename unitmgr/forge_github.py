@@ -26,7 +26,6 @@ import re
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 from registry import light_dataclass as dataclasses
 from registry.errors import RetryableError, Rewrite, StateError
@@ -51,10 +50,12 @@ from unitmgr.workspace import Workspace
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any, TypeVar
 
     from unitmgr.feedback_store import EtagCache
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    T = TypeVar("T")
 REVIEW_THREADS = """
 query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
   repository(owner: $owner, name: $name) {

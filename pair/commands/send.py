@@ -65,9 +65,17 @@ def send(
                 "no-body-file", f"cannot read body file {body_file}: {error}"
             ) from None
     # Chosen (and its choice verified, SPEC 4.3) before the lease: a refusal holds nothing.
-    runner = runner_for(locate_paths(repo)[1].state_dir)
+    located = locate_paths(repo)
+    runner = runner_for(located[1].state_dir)
     granted = grant_turn(
-        repo, kind=kind, body=body, lead=lead, write=write, idle_min=idle_min, total_min=total_min
+        repo,
+        kind=kind,
+        body=body,
+        lead=lead,
+        write=write,
+        idle_min=idle_min,
+        total_min=total_min,
+        located=located,
     )
     running = runner.start(granted.turn)
     if background:
@@ -95,9 +103,11 @@ def grant_turn(
     write: bool | None = None,
     idle_min: float | str | None = None,
     total_min: float | str | None = None,
+    located: tuple[Path, PairPaths] | None = None,
 ) -> Granted:
     """All `send` does before a runner is asked: check the turn, take the in-flight lock (the
-    turn's lease, at the next seq) and write the prompt. The same for every runner."""
+    turn's lease, at the next seq) and write the prompt. The same for every runner.
+    `located`: `locate_paths(repo)` when the caller has it (one git process fewer, SPEC 7)."""
     _check_kind(kind)
     if not body.strip():
         raise UsageError(
@@ -108,7 +118,7 @@ def grant_turn(
     idle = parse_minutes(idle_min, "--idle-min")
     total = parse_minutes(total_min, "--total-min")
     lead_name = resolve_lead(lead) if lead is not None else None
-    root, paths = locate_paths(repo)
+    root, paths = located if located is not None else locate_paths(repo)
     # Before its binary is asked its version: a session an executor rewrote runs nothing.
     session = require_trusted(paths, require_session(paths), root)
     version = _recheck_partner_cli(session)

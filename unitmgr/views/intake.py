@@ -20,7 +20,7 @@ from registry.errors import StateError
 from unitmgr import admission, validation
 from unitmgr.config import flag_or_config, load_config
 from unitmgr.forge import NOT_CONFIGURED, Dependency, Forge, Issue
-from unitmgr.forge_github import GitHubRefused, open_forge
+from unitmgr.github_remote import open_forge  # GitHub's adapter only for a repo on it
 from unitmgr.options import IntakeOptions
 from unitmgr.workspace import Workspace
 
@@ -101,6 +101,8 @@ def run(repo: str, options: IntakeOptions) -> dict[str, Any]:
 def candidate(
     forge: Forge, issue: Issue, dependency: Callable[[Key], Dependency]
 ) -> dict[str, Any]:
+    from unitmgr.forge_github import GitHubRefused  # loaded with the forge itself
+
     keys = referenced_dependencies(issue.body, forge.repository)
     native: dict[Key, Dependency] = {}
     unreadable_native = False
