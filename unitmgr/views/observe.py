@@ -13,11 +13,11 @@ Over ~400 lines because `list` and `status --all` describe a unit from the same 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import time
 from pathlib import Path
 
+from registry.lazy_re import lazy
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_from_epoch
@@ -103,7 +103,7 @@ def describe(
 
 # An ISO time as the lead's supervisor writes it; anything else in the (executor-writable)
 # marker is shown as unknown.
-_HEARTBEAT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,15}Z")
+_HEARTBEAT = lazy(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,15}Z")
 
 
 def runner_view(record: UnitRecord, pair: dict[str, Any] | None) -> dict[str, Any] | None:
