@@ -12,11 +12,13 @@ supervisor and the partner it runs. Nothing is defined here but that lookup.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from pair.paths import PairPaths, is_log, is_receipt, state_dir_for
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
     from pair.commands.cancel import cancel, cancel_state
     from pair.commands.clear import clear, clear_state
     from pair.commands.end import close_state, end, end_state

@@ -10,10 +10,8 @@ Files: `transcripts/0000-init.log`, `-prompt.md`, `-reply.md`.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pair.errors import StateError, UsageError
 from pair.models import Resolution, check_claude_family
@@ -32,8 +30,13 @@ from pair.state import (
 )
 from pair.turn import DEFAULT_BUDGET_MINUTES
 from registry.atomic import write_text_atomic
+from registry.ids import uuid4, uuid4_hex
 from registry.processes import ProcessIdentity, current_identity
 from registry.timeutil import iso_z
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 BOOTSTRAP_IDLE_MINUTES, BOOTSTRAP_TOTAL_MINUTES = DEFAULT_BUDGET_MINUTES
 ROLE_LINES = {
@@ -68,7 +71,7 @@ def grant_bootstrap(
     """Take the in-flight marker for the bootstrap (seq 0, kind `init`): pair's lease, as
     `pair.commands.send.grant_turn` is a turn's. Refuses `bootstrap-in-flight` while another
     init holds it, and `pair-exists` when another init finished first."""
-    token = uuid.uuid4().hex
+    token = uuid4_hex()
 
     def build() -> Marker:
         existing = load_session(paths)
@@ -146,7 +149,7 @@ def bootstrap_request(
 ) -> TurnRequest:
     """The bootstrap's command line, its prompt file written."""
     prompt_file = paths.turn_file(0, BOOTSTRAP_KIND, "-prompt.md")
-    preset = str(uuid.uuid4()) if adapter.name == "grok" else ""  # grok takes our session id
+    preset = uuid4() if adapter.name == "grok" else ""  # grok takes our session id
     write_text_atomic(
         prompt_file,
         bootstrap_prompt(

@@ -11,14 +11,13 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from pair import __version__, api
 from pair.errors import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Annotated
+    from typing import Annotated, Any
 
     import typer
 

@@ -14,10 +14,13 @@ import re
 import selectors
 import subprocess
 import time
-from typing import Any
 
 from registry.processes import stop_child_group
 from registry.timeutil import iso_from_epoch, iso_z, utc_now
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 READ_METHODS = ("account/read", "account/rateLimits/read", "model/list")
 MAX_PAGES = 20

@@ -14,9 +14,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from registry.environment import child_environment
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 LEAD_MARKERS: tuple[tuple[str, str], ...] = (
     ("OPENCODE_CLIENT", "opencode"),

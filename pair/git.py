@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pair import gitconfig
 from pair.errors import StateError, UsageError
 from pair.paths import state_dir_for
 from registry.environment import child_environment
+from registry.light_dataclass import dataclass
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
     from pair.config_audit import Item
 

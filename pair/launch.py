@@ -27,13 +27,18 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
 
 from pair.errors import StateError
 from pair.paths import PairPaths
 from pair.state import MarkerUnreadable, read_marker, read_receipt, release_owned_marker
 from registry.processes import OWN_CHILD, ProcessIdentity, identify, kill_tree
 from registry.timeutil import seconds_from_env
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn, Protocol
+else:
+    Protocol = object  # a structural type for mypy only: no `typing` at run time (SPEC 7)
 
 HANDSHAKE_SECONDS = 10.0
 HANDSHAKE_POLL_SECONDS = 0.01

@@ -10,12 +10,15 @@ the newest version are ambiguous and refused.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 from pair import codex_rpc
 from pair.errors import UsageError
+from registry.light_dataclass import dataclass, field
 from registry.timeutil import iso_z
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 MODEL_FIX = "--model: an exact model id, or latest:<family> for a family the catalog has"
 

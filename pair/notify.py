@@ -19,12 +19,13 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from pair.attention import of_receipt
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
     import threading
+    from typing import Any
 
     from registry.notify import Target
 

@@ -17,8 +17,9 @@ building `<git-dir>/pair/...` itself. It computes names only: it reads, writes a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+from registry.light_dataclass import dataclass
 
 STATE_DIR_NAME = "pair"
 RECEIPT_SUFFIX = "-receipt.json"

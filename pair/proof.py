@@ -21,13 +21,16 @@ This module reads processes; it signals nothing.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from pair.errors import StateError
 from pair.paths import PairPaths
 from registry.processes import ProcessIdentity, group_members, is_alive
 from registry.proof import Proof, unproven
 from registry.timeutil import parse_iso
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 TURN_TOKEN_VARIABLE = "PAIR_TURN_TOKEN"
 STATE_DIR_VARIABLE = "PAIR_STATE_DIR"

@@ -17,9 +17,12 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Any
 
 from registry.processes import wait_gone
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 ARGV_KEEP = 8

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from registry.timeutil import iso_z
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
     from pair.paths import PairPaths
     from pair.state import Marker, Session
 

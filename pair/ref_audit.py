@@ -22,14 +22,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from pair import git as pair_git
 from pair.paths import PairPaths
 from pair.state import Session
 from registry import ref_ledger
 
-Change = dict[str, Any]
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
+
+    Change = dict[str, Any]
 
 
 def charge(

@@ -11,11 +11,13 @@ supervisor before it starts the partner. It reads no file and starts nothing.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from pair.errors import StateError
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
     from pair.paths import PairPaths
     from pair.state import Session
 

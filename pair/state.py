@@ -10,21 +10,24 @@ that `clear` removed or overwrite a newer turn's marker.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from pair.errors import StateError
 from pair.paths import PairPaths, is_receipt
 from registry import bounded
+from registry import light_dataclass as dataclasses
 from registry.atomic import remove_file, write_text_atomic
 from registry.locks import Deadline, FileLock
 from registry.processes import ProcessIdentity, group_members, is_alive
 from registry.records import Record, RecordTooNew, RecordUnreadable
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 SESSION_SCHEMA_VERSION = 1
 TURN_KINDS = ("task", "review", "question", "ready", "accepted", "blocked", "stalemate", "handoff")

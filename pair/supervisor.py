@@ -23,7 +23,6 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from pair import git as pair_git
 from pair import receipts
@@ -58,6 +57,10 @@ from registry import bounded
 from registry.atomic import write_text_atomic
 from registry.processes import ProcessIdentity, current_identity
 from registry.timeutil import iso_z, seconds_from_env
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 EXIT_NOT_OWNER = 2
 SIGTERM_REASON = "the supervisor received SIGTERM"

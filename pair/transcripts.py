@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from pair.paths import LOG_SUFFIX, PairPaths
 from pair.state import MarkerUnreadable, load_session, read_marker
+from registry.light_dataclass import dataclass
 
 
 @dataclass(frozen=True)

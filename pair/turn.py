@@ -16,23 +16,26 @@ are read in that loop; split, each part would need the others' state.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import re
 import selectors
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, TurnRequest
 from registry import bounded
+from registry import light_dataclass as dataclasses
 from registry.atomic import FILE_MODE
+from registry.light_dataclass import dataclass, field
 from registry.processes import OWN_CHILD, ProcessIdentity, group_members, identify, kill_tree
 from registry.redact import StreamRedactor, redact
 from registry.timeutil import iso_z
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 STDOUT_KEEP_BYTES = 32 * 1024 * 1024
 POLL_SECONDS = 0.25

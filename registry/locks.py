@@ -22,15 +22,18 @@ import os
 import stat
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from registry import bounded
 from registry.atomic import FILE_MODE, ensure_private_dir
 from registry.errors import RetryableError, Rewrite
+from registry.light_dataclass import dataclass
 from registry.redact import redact
 from registry.timeutil import iso_z, parse_iso, utc_now
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 POLL_SECONDS = 0.02
 

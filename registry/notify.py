@@ -26,7 +26,6 @@ it only once a configured sink wants the event.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import signal
@@ -35,11 +34,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
+from registry import light_dataclass as dataclasses
 from registry.atomic import append_line
 from registry.redact import redact
 from registry.timeutil import iso_z, seconds_from_env
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 TIMEOUT_SECONDS = 10.0
 TIMEOUT_VARIABLE = "UNITMGR_NOTIFY_TIMEOUT"

@@ -22,14 +22,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
 
 from registry.environment import child_environment
 from registry.errors import hold_interrupts, release_interrupts
+from registry.light_dataclass import dataclass
 from registry.proof import CHILD_TOKEN_VARIABLE, Proof, cwd_of, unproven, within
 from registry.redact import StreamRedactor
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 CREATE_TIME_TOLERANCE = 1.0
 OWN_CHILD = Proof(own_child=True)  # a child this process started and has not reaped

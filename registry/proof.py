@@ -19,8 +19,12 @@ It reads processes; it signals nothing. psutil is imported inside the functions.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any
+
+from registry.light_dataclass import dataclass
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Set by unitmgr in the environment of a child it starts (setup, validation); journaled with it.
 CHILD_TOKEN_VARIABLE = "UNITMGR_CHILD_TOKEN"
@@ -91,9 +95,8 @@ def new_child_token(owner: str) -> str:
     environment of a process that already runs, and the prefix binds it to its owner, so a
     token copied from another unit's journal proves nothing for this one.
     """
-    import secrets  # off the start-up path: `status --all` imports this module, not this
-
-    return f"{owner}/{secrets.token_hex(16)}"
+    # `secrets.token_hex(16)` is exactly this; `secrets` imports `hmac` and its OpenSSL (SPEC 7).
+    return f"{owner}/{os.urandom(16).hex()}"
 
 
 def child_proof(token: str | None, owner: str) -> Proof:

@@ -5,16 +5,25 @@ dataclass annotations and keeps every unknown key in `extra`, which encoding wri
 after the known ones: a reader never drops, renames or rejects a key it does not know. A newer
 `schema_version` raises `RecordTooNew`; anything that does not parse or has a known key of the wrong
 type raises `RecordUnreadable` with the reason. Nothing here touches the filesystem.
+
+The classes are built by registry/light_dataclass.py and their annotations are read as written
+(strings), so that reading a record imports neither `dataclasses` nor `typing` (SPEC 7: every
+command starts within 5x `python -c pass`). Over ~400 lines because that annotation reader
+belongs with the record classes it reads: split off, each half would only make sense beside the
+other.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import types
-import typing
-from typing import Any, ClassVar, Self, Union
+
+from registry import light_dataclass as dataclasses
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, ClassVar, Self
 
 SCHEMA_VERSION = 1
 
@@ -34,22 +43,24 @@ class RecordTooNew(ValueError):
 _MISSING: Any = object()
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
-_Checker = typing.Callable[[Any, str], Any]
-_CHECKERS: dict[Any, _Checker] = {}
+if TYPE_CHECKING:
+    _Checker = Callable[[Any, str], Any]
+_CHECKERS: dict[str, _Checker] = {}
 # Per record class: (field name, its checker, whether it has a default) and the known keys.
 _PLANS: dict[type, tuple[list[tuple[str, _Checker, bool]], frozenset[str]]] = {}
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    """The resolved annotations of a record class (computed once per class)."""
-    hints = _HINTS.get(cls)
-    if hints is None:
-        hints = _HINTS[cls] = typing.get_type_hints(cls)
-    return hints
+def _annotation(cls: type, name: str) -> str:
+    """The annotation of field `name` as written (a string: this module's annotations are
+    postponed), from the class in `cls`'s MRO that declares it."""
+    for klass in cls.__mro__:
+        own = klass.__dict__.get("__annotations__", {})  # noqa: RUF063 (no inspect, SPEC 7)
+        if name in own:
+            return str(own[name])
+    raise TypeError(f"{cls.__name__}.{name} has no annotation")
 
 
-def _checker(annotation: Any) -> _Checker:
+def _checker(annotation: str) -> _Checker:
     """The check that validates (and, for nested records, decodes) a value against
     `annotation`, built once per annotation: a scan decodes every record, and
     taking the annotation apart again for every value cost `status --all` most of its
@@ -84,17 +95,31 @@ def _str(value: Any, where: str) -> Any:
     return value
 
 
-_SCALARS: dict[Any, _Checker] = {bool: _bool, int: _int, float: _float, str: _str}
+_SCALARS: dict[str, _Checker] = {"bool": _bool, "int": _int, "float": _float, "str": _str}
 
 
-def _compile(annotation: Any) -> _Checker:
-    if annotation is Any:
-        return lambda value, where: value
-    origin = typing.get_origin(annotation)
-    if origin in (Union, types.UnionType):
-        options = typing.get_args(annotation)
-        nullable = type(None) in options
-        checks = [_checker(option) for option in options if option is not type(None)]
+def _union_options(annotation: str) -> list[str]:
+    """`a | b[c | d] | None` -> `["a", "b[c | d]", "None"]` (split outside brackets)."""
+    options, depth, start = [], 0, 0
+    for index, character in enumerate(annotation):
+        if character == "[":
+            depth += 1
+        elif character == "]":
+            depth -= 1
+        elif character == "|" and depth == 0:
+            options.append(annotation[start:index].strip())
+            start = index + 1
+    options.append(annotation[start:].strip())
+    return options
+
+
+def _compile(annotation: str) -> _Checker:
+    """The check of one annotation as written: `Any`, a scalar, `list[X]`, `dict[...]`, a
+    record class of this module, or a union of those with `None`."""
+    options = _union_options(annotation)
+    if len(options) > 1:
+        nullable = "None" in options
+        checks = [_checker(option) for option in options if option != "None"]
 
         def check_union(value: Any, where: str) -> Any:
             if value is None and nullable:
@@ -108,9 +133,10 @@ def _compile(annotation: Any) -> _Checker:
             raise RecordUnreadable(errors[0] if errors else f"{where} has the wrong type")
 
         return check_union
-    if origin is list:
-        (item_type,) = typing.get_args(annotation) or (Any,)
-        check_item = _checker(item_type)
+    if annotation == "Any":
+        return lambda value, where: value
+    if annotation == "list" or annotation.startswith("list["):
+        check_item = _checker(annotation[len("list[") : -1] if annotation != "list" else "Any")
 
         def check_list(value: Any, where: str) -> Any:
             if not isinstance(value, list):
@@ -118,7 +144,7 @@ def _compile(annotation: Any) -> _Checker:
             return [check_item(item, f"{where}[{i}]") for i, item in enumerate(value)]
 
         return check_list
-    if origin is dict:
+    if annotation == "dict" or annotation.startswith("dict["):
 
         def check_dict(value: Any, where: str) -> Any:
             if not isinstance(value, dict):
@@ -126,8 +152,9 @@ def _compile(annotation: Any) -> _Checker:
             return value
 
         return check_dict
-    if isinstance(annotation, type) and issubclass(annotation, Record):
-        record_class = annotation
+    named = globals().get(annotation)
+    if isinstance(named, type) and issubclass(named, Record):
+        record_class = named
 
         def check_record(value: Any, where: str) -> Any:
             if not isinstance(value, dict):
@@ -164,11 +191,10 @@ class Record:
     def _plan(cls) -> tuple[list[tuple[str, _Checker, bool]], frozenset[str]]:
         plan = _PLANS.get(cls)
         if plan is None:
-            hints = _hints(cls)
             fields = [
                 (
                     field.name,
-                    _checker(hints[field.name]),
+                    _checker(_annotation(cls, field.name)),
                     field.default is not dataclasses.MISSING
                     or field.default_factory is not dataclasses.MISSING,
                 )

@@ -26,25 +26,27 @@ import re
 import time
 from functools import lru_cache
 
+from registry.lazy_re import lazy  # the rare shapes compile when first met (SPEC 7)
+
 MASK = "***"
 MIN_SECRET_LENGTH = 8
 SECRET_SUFFIXES = ("_TOKEN", "_API_KEY", "_SECRET", "_PASSWORD", "_ACCESS_KEY")
 _TOKEN_VARIABLES = ("GH_TOKEN", "GITHUB_TOKEN")
 # Not preceded by a word character, so `risk-proj-plan` or `task-ant-...` are words, not keys.
-TOKEN_SHAPE = re.compile(
+TOKEN_SHAPE = lazy(
     r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9_]{8,}|github_pat_[A-Za-z0-9_]{8,}"
     r"|sk-ant-[A-Za-z0-9_-]{8,}|sk-proj-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9]{32,})"
 )
-_URL_USERINFO = re.compile(
+_URL_USERINFO = lazy(
     r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s@'\"<>:]*):(?P<secret>[^/\s@'\"<>]+)@"
 )
 # A URL's scheme and userinfo with no end yet (the end of the buffer comes before `@`, `/` or a
 # space), down to a bare `scheme`, `scheme:` or `scheme:/`: the rest may still be on its way,
 # and once the scheme is released the rest no longer looks like a URL.
-_UNFINISHED_URL = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*(?::(?://[^/\s@'\"<>]*|/?))?$")
+_UNFINISHED_URL = lazy(rb"[A-Za-z][A-Za-z0-9+.-]*(?::(?://[^/\s@'\"<>]*|/?))?$")
 # A token shape is one run of these characters: a line-less buffer is never cut inside one.
-_UNFINISHED_WORD = re.compile(rb"[A-Za-z0-9_-]+$")
-_WORD_BYTE = re.compile(rb"[A-Za-z0-9_-]")
+_UNFINISHED_WORD = lazy(rb"[A-Za-z0-9_-]+$")
+_WORD_BYTE = lazy(rb"[A-Za-z0-9_-]")
 _LONGEST_TOKEN = 4096
 
 

@@ -25,10 +25,13 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Any
 
 from registry.layout import registry_root
 from registry.timeutil import iso_from_epoch
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 LEDGER_NAME = "ref-ledger.jsonl"
 AUDIT_LOG_NAME = "ref-audit.log"

@@ -24,12 +24,13 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
-from registry.userdirs import private_dir, repository_id, state_home
+from registry.userdirs import private_dir, repository_id, sha256, state_home
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from registry.records import UnitRecord
 
 MAC_PREFIX = "hmac-sha256:"
@@ -102,14 +103,13 @@ class Signer:
 
     def _make_key(self) -> bytes:
         """Create the key once; a concurrent creator's key wins (link refuses to overwrite)."""
-        import secrets
-
         private_dir(key_dir())
         temp = key_dir() / f".{self.key_id}.{os.getpid()}.tmp"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             with os.fdopen(fd, "w", encoding="ascii") as handle:
-                handle.write(secrets.token_hex(KEY_BYTES) + "\n")
+                # `secrets.token_hex`, without `secrets` (its `hmac` loads OpenSSL, SPEC 7)
+                handle.write(os.urandom(KEY_BYTES).hex() + "\n")
                 handle.flush()
                 os.fsync(handle.fileno())
             try:
@@ -127,23 +127,40 @@ class Signer:
         """The MAC of `value` as `field` of `subject`, making the key on first use."""
         if not _safe_id(self.key_id):
             raise ValueError(f"not a key id: {self.key_id!r}")
-        import hashlib  # with hmac, ~3 ms of OpenSSL: only when a MAC is made or checked (SPEC 7)
-        import hmac
-
         key = self._read_key() or self._make_key()
-        digest = hmac.new(key, message(subject, field, value), hashlib.sha256).hexdigest()
-        return MAC_PREFIX + digest
+        return MAC_PREFIX + hmac_sha256(key, message(subject, field, value))
 
     def verify(self, subject: str, field: str, value: Any, mac: Any) -> bool:
         """Whether `mac` is this repository's MAC of `value`; never makes a key."""
         key = self._read_key()
         if key is None or not isinstance(mac, str) or not mac.startswith(MAC_PREFIX):
             return False
-        import hashlib
+        expected = hmac_sha256(key, message(subject, field, value))
+        return compare_digest(expected, mac[len(MAC_PREFIX) :])
+
+
+def hmac_sha256(key: bytes, data: bytes) -> str:
+    """HMAC-SHA256 of `data` (RFC 2104), hex — what `hmac.new(key, data, hashlib.sha256)`
+    gives, from CPython's own SHA-256 (registry/userdirs.py `sha256`): `hmac` and `hashlib`
+    load OpenSSL, ~3-5 ms of every command that checks a MAC (SPEC 7).
+    tests/test_signed_fields.py checks it against `hmac` itself."""
+    block = 64  # SHA-256's block size
+    if len(key) > block:
+        key = sha256(key).digest()
+    key = key.ljust(block, b"\0")
+    inner = sha256(bytes(byte ^ 0x36 for byte in key) + data).digest()
+    return sha256(bytes(byte ^ 0x5C for byte in key) + inner).hexdigest()
+
+
+def compare_digest(left: str, right: str) -> bool:
+    """`hmac.compare_digest` (constant time), without importing `hmac` and its OpenSSL."""
+    try:
+        import _operator
+    except ImportError:  # pragma: no cover - other interpreters
         import hmac
 
-        expected = hmac.new(key, message(subject, field, value), hashlib.sha256).hexdigest()
-        return hmac.compare_digest(expected, mac[len(MAC_PREFIX) :])
+        return hmac.compare_digest(left, right)
+    return bool(_operator._compare_digest(left, right))
 
 
 def canonical(value: Any) -> str:

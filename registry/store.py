@@ -17,12 +17,11 @@ directories 0700 and files 0600. Unit ids are validated by callers before they r
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from registry import bounded, crashlog, layout
 from registry.atomic import append_line, remove_file, sweep_temp_files, write_text_atomic
+from registry.light_dataclass import dataclass
 from registry.locks import Deadline, FileLock
 from registry.records import (
     MAX_RECORD_BYTES,
@@ -36,6 +35,8 @@ from registry.timeutil import iso_z
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from registry.signing import Signer
 
 

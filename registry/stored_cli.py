@@ -19,7 +19,10 @@ import pprint
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 WIDTH = 80
 

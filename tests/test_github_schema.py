@@ -20,7 +20,6 @@ test needs is kept in pytest's cache, keyed by the file's size and mtime.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import os
 import re
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from registry import light_dataclass as dataclasses
 
 ROOT = Path(__file__).resolve().parent.parent
 DESCRIPTION = ROOT / "node_modules/@octokit/openapi/generated/api.github.com.deref.json"

@@ -265,3 +265,77 @@ def test_the_child_environment_follows_every_change_of_the_parents(
     assert child_environment()[name] == "two"
     monkeypatch.delenv(name)
     assert name not in child_environment()
+
+
+def test_the_executable_key_shortcut_answers_as_the_whole_catalogue() -> None:
+    """pair/gitconfig.py answers most keys without compiling its catalogue (SPEC 7 start-up):
+    for every key built from the catalogue's own patterns, and near misses of each, the answer
+    is the full regex's."""
+    import itertools
+    import re
+
+    from pair import gitconfig
+
+    whole = re.compile("|".join(f"(?:{pattern})" for pattern in gitconfig._EXECUTABLE))
+    fillers = ["x", "My.Driver", "a.b.c", "", "UPPER"]
+    keys: set[str] = set()
+    for pattern in gitconfig._EXECUTABLE:
+        words = re.split(r"\\\.", pattern)
+        options = [
+            re.sub(r"[()]", "", word).split("|") if word != ".+" else fillers for word in words
+        ]
+        for parts in itertools.product(*options):
+            key = ".".join(parts)
+            keys |= {key, key.upper(), key + "x", "x" + key, key + ".x", key.rsplit(".", 1)[0]}
+    keys |= {"core.repositoryformatversion", "core.bare", "user.name", "unitmgr.x", "", "core"}
+    assert len(keys) > 500
+    for key in sorted(keys):
+        assert gitconfig.is_executable_key(key) == (whole.fullmatch(key.lower()) is not None), key
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        [],
+        [["remote", "add", "origin", "https://github.com/o/r.git"]],
+        [["remote", "add", "origin", " ssh://git@example.com/o/r "]],
+        [["remote", "add", "upstream", "https://github.com/o/u.git"]],
+        [["config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"]],
+        [
+            ["remote", "add", "origin", "gh:o/r"],
+            ["config", "url.https://github.com/.insteadOf", "gh:"],
+        ],
+        [["remote", "add", "origin", "a"], ["config", "--add", "remote.origin.url", "b"]],
+        [["config", "remote.Origin.url", "https://github.com/o/case.git"]],
+        [["config", "remote.origin.url", ""]],
+        ["legacy"],
+    ],
+)
+def test_the_origin_url_read_from_the_listing_is_what_git_remote_get_url_says(
+    tmp_path: Path, setup: list[object]
+) -> None:
+    """unitmgr/git.py answers `git remote get-url origin` from the config listing its other
+    calls already made (SPEC 7 start-up) — the same answer git gives, or git's own answer
+    wherever git's rules decide (a rewrite, a remote file, no URL or several)."""
+    import subprocess
+
+    from unitmgr import git as unit_git
+
+    repo = tmp_path / "r"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for step in setup:
+        if step == "legacy":
+            (repo / ".git" / "remotes").mkdir()
+            (repo / ".git" / "remotes" / "origin").write_text("URL: https://github.com/o/l\n")
+        else:
+            assert isinstance(step, list)
+            git(repo, *step)
+    asked = subprocess.run(
+        ["git", "remote", "get-url", "origin"], cwd=repo, capture_output=True, text=True
+    )
+    expected = (asked.stdout.strip() or None) if asked.returncode == 0 else None
+    assert unit_git.remote_url(repo) == expected
+    plain = all(isinstance(step, list) and "" not in step for step in setup)
+    if len(setup) < 2 and plain and "fetch" not in str(setup):
+        assert unit_git._listed_remote_url(repo, "origin") is not None  # no git process asked
+    assert unit_git.remote_url(repo / ".git") == unit_git.remote_url(repo)

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 from registry.errors import RetryableError, Rewrite, StateError
+from registry.light_dataclass import dataclass
 from registry.locks import Deadline
 from registry.output import progress
 from registry.records import UnitRecord
@@ -35,6 +34,12 @@ from unitmgr import git
 from unitmgr.forge import Forge, PullRequest
 from unitmgr.scope import overlapping_pairs
 from unitmgr.workspace import Workspace, is_inside, real_target, realpath
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # a structural type for mypy only: no `typing` at run time (SPEC 7)
 
 
 def refuse_unreadable(entries: list[UnitRecord | UnreadableRecord]) -> list[UnitRecord]:

@@ -16,10 +16,13 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from registry.records import UnitRecord
 from unitmgr import git
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_BASELINE_FILES = 10_000  # beyond this, setup's extra files count as changes (decisions.md)
 

@@ -37,6 +37,7 @@ from pathlib import Path, PurePosixPath
 
 from registry import userdirs
 from registry.errors import UsageError
+from registry.lazy_re import lazy
 from registry.timeutil import seconds_from_env
 from unitmgr.validation import LIMIT_MAX  # the file's limits are checked like the flags
 
@@ -108,8 +109,8 @@ DEFAULTS: dict[str, Any] = {
 TABLES = ("notify", "feedback", "ray")
 RUNNERS = ("local", "ray")
 # What `[ray] clone_url` may be: a URL git fetches on the node, never an option (`-…`).
-CLONE_URL = re.compile(r"(?:(?:https?|ssh|git|file)://|[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:)[^\s]+")
-LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")  # a GitHub login, or an app's
+CLONE_URL = lazy(r"(?:(?:https?|ssh|git|file)://|[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:)[^\s]+")
+LOGIN = lazy(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")  # a GitHub login, or an app's
 # The keys in the order `unit config` prints them.
 KEYS = tuple(DEFAULTS)
 

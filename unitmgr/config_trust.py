@@ -23,7 +23,6 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 from registry import layout, userdirs
 from registry.atomic import write_text_atomic
@@ -32,6 +31,10 @@ from registry.redact import redact
 from registry.timeutil import iso_z
 from registry.userdirs import sha256  # not hashlib: its OpenSSL costs start-up (SPEC 7)
 from unitmgr.config import COMMAND_KEYS, ProjectConfig, machine_file
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 LEGACY_FILE = "config.toml"  # in <common-dir>/orchestrate/, before revision 3
 LEGACY_MOVED = "config.toml.migrated"

@@ -19,9 +19,9 @@ import os
 import posixpath
 import shutil
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from registry.light_dataclass import dataclass, field
 from unitmgr import git
 from unitmgr.workspace import is_inside, realpath
 

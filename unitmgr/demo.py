@@ -18,9 +18,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from pair.environment import LEAD_MARKERS
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 EXECUTOR_SCRIPT = """\
 # The demo's executor: reads its prompt on stdin, does the task, replies on stdout.

@@ -16,11 +16,11 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from dataclasses import dataclass, field
-from dataclasses import replace as dataclass_replace
 from typing import Any
 
 from registry.errors import StateError
+from registry.light_dataclass import dataclass, field
+from registry.light_dataclass import replace as dataclass_replace
 from registry.records import UnitRecord
 from registry.redact import redact
 from unitmgr.forge import WRITE_ACCESS, CiReport, FeedbackItem, Forge, PullRequest

@@ -16,10 +16,13 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from registry.atomic import write_text_atomic
 from registry.userdirs import private_dir, repository_id, state_home
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a larger ETag file is ignored whole (a refetch, not a read)
 MAX_ENTRIES = 64  # URLs remembered per unit: one poll reads fewer than 20

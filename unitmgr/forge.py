@@ -7,11 +7,16 @@ imports `github`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from registry.light_dataclass import dataclass, field
 
 # Re-exported: where a repository's forge is (unitmgr/github_remote.py, kept light).
 from unitmgr.github_remote import configured_repository, github_hosts, repository_from  # noqa: F401
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # a structural type for mypy only: no `typing` at run time (SPEC 7)
 
 
 @dataclass(frozen=True)

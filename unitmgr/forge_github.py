@@ -21,14 +21,13 @@ retry policy lives, SPEC 5); the Forge Protocol it implements is unitmgr/forge.p
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, TypeVar
 
+from registry import light_dataclass as dataclasses
 from registry.errors import RetryableError, Rewrite, StateError
 from registry.redact import gh_auth_token
 from registry.timeutil import seconds_from_env
@@ -51,10 +50,12 @@ from unitmgr.workspace import Workspace
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any, TypeVar
 
     from unitmgr.feedback_store import EtagCache
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    T = TypeVar("T")
 REVIEW_THREADS = """
 query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
   repository(owner: $owner, name: $name) {

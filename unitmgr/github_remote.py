@@ -13,6 +13,7 @@ import re
 import urllib.parse
 
 from registry.errors import StateError
+from registry.lazy_re import lazy
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from unitmgr.forge_github import GitHubForge
     from unitmgr.workspace import Workspace
 
-_REMOTE = re.compile(
+_REMOTE = lazy(  # compiled for an origin URL only (SPEC 7)
     r"^(?:https://(?:[^@/]+@)?(?P<h1>[^/:]+)(?::\d+)?/|ssh://(?:[^@/]+@)?(?P<h2>[^/:]+)(?::\d+)?/"
     r"|[^@:/\s]+@(?P<h3>[^:/\s]+):)"
     r"(?P<owner>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+?)(?:\.git)?/?$"

@@ -18,12 +18,14 @@ it can reach a delivery or a pair session: the notification is skipped, never th
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 
 from registry.errors import ToolError
 from registry.redact import redact
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
     from registry.notify import NotifySettings, Target
     from unitmgr.workspace import Workspace
 

@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pair.paths import state_dir_for
 from registry.errors import Rewrite, StateError
+from registry.light_dataclass import dataclass
 from registry.output import progress
 from registry.processes import ProcessIdentity, is_alive, kill_tree, reap_processes_under
 from registry.proof import Proof, unproven
@@ -40,6 +39,10 @@ from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from unitmgr import git
 from unitmgr.workspace import Workspace, admin_dirs, is_inside, realpath
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTECTED_NAMES = ("main", "master")
 

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import errno
 import re
-import socket
 from collections.abc import Iterable
 
 from registry.environment import child_environment
 from registry.errors import Rewrite, StateError, UsageError
 from registry.records import MAX_PORTS, UnitRecord
 from registry.userdirs import sha256  # not hashlib: its OpenSSL costs start-up (SPEC 7)
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    import socket
 
 VARIABLES = ("UNIT_PORT", "UNIT_PORTS")
 
@@ -94,6 +97,8 @@ def is_free(port: int) -> bool:
     `::1` or on another address; without IPv6, the IPv4 wildcard. SO_REUSEADDR stays off, so a
     socket that another process merely bound (or left in TIME_WAIT) counts as busy too.
     """
+    import socket  # only to probe a port: the commands that read a record need none (SPEC 7)
+
     try:
         probe = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
     except OSError:
@@ -111,6 +116,8 @@ def is_free(port: int) -> bool:
 
 
 def _binds(family: socket.AddressFamily, address: tuple[str, int]) -> bool:
+    import socket
+
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         try:
             probe.bind(address)

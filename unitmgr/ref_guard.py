@@ -35,7 +35,10 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 HOOK_NAME = "reference-transaction"
 CHAINED_SUFFIX = ".unitmgr-chained"

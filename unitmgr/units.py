@@ -16,12 +16,15 @@ import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from registry.errors import Rewrite, StateError
 from registry.locks import Deadline
 from registry.records import UnitRecord
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def load(workspace: Workspace, unit_id: str) -> UnitRecord:

@@ -13,6 +13,7 @@ import stat
 from pathlib import PurePosixPath
 
 from registry.errors import Rewrite, UsageError
+from registry.lazy_re import lazy
 
 TYPE_CHECKING = False  # typing's own flag would import typing on the fast reads (SPEC 7)
 if TYPE_CHECKING:
@@ -260,7 +261,7 @@ def staffing(
         )
 
 
-PLACEHOLDER = re.compile(r"<[A-Z|]+>")  # what a missing-option next puts where a value goes
+PLACEHOLDER = lazy(r"<[A-Z|]+>")  # what a missing-option next puts where a value goes
 
 RESTAFF_PLACEHOLDERS = {
     "--lead": "<LEAD>",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from registry.errors import UsageError
+from registry.light_dataclass import dataclass
 from registry.locks import Deadline
 from registry.records import RecordTooNew, RecordUnreadable, UnitRecord
 from registry.store import Registry, UnreadableRecord

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
 
 from pair.commands.shared import locate_paths, require_session
 from pair.errors import StateError, UsageError
@@ -13,6 +12,10 @@ from pair.paths import PairPaths
 from pair.runners import runner_for
 from pair.runners.base import DEFAULT_CANCEL_REASON
 from pair.state import Session
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def cancel(

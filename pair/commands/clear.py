@@ -9,10 +9,13 @@ node and `runner.node_turn` says what the node confirmed (`stopped`, `not-runnin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pair.commands.shared import locate_paths
 from pair.runners import runner_for
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def clear(repo: str | Path) -> dict[str, Any]:

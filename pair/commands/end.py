@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 from pair.commands.clear import clear_state
 from pair.commands.shared import locate_paths, require_session
@@ -15,6 +14,10 @@ from pair.paths import PairPaths
 from pair.state import marker_mutex
 from registry.atomic import ensure_private_dir
 from registry.timeutil import stamp
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def end(repo: str | Path) -> dict[str, Any]:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from pair.commands.shared import locate_paths, parse_minutes, resolve_lead, session_view
 from pair.environment import is_session_variable, partner_environment
@@ -21,10 +19,14 @@ from pair.state import (
     save_session,
 )
 from registry.atomic import ensure_private_dir
+from registry.ids import uuid4
 from registry.processes import ProcessIdentity
 from registry.timeutil import iso_z
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
     from pair.models import Resolution
     from pair.partners.base import Partner
     from pair.runners.choice import RunnerChoice
@@ -124,7 +126,7 @@ def init(
     binary, version, resolution = binary_and_model(adapter, model, effort, home)
     session = Session(
         partner=partner,
-        sid=f"script-{uuid.uuid4()}" if partner == "script" else "",
+        sid=f"script-{uuid4()}" if partner == "script" else "",
         seq=0,
         lead=lead_name,
         role=role,

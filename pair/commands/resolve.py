@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pair.commands.init import binary_and_model
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def resolve_model(

@@ -3,10 +3,7 @@ turn."""
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pair.commands.shared import (
     default_budgets,
@@ -25,8 +22,14 @@ from pair.runners.base import TurnLease, TurnStart
 from pair.session_trust import require_trusted
 from pair.state import TURN_KINDS, Marker, Session, acquire_marker, crash_point, save_session
 from registry.atomic import ensure_private_dir, write_text_atomic
+from registry.ids import uuid4_hex
+from registry.light_dataclass import dataclass
 from registry.processes import current_identity
 from registry.timeutil import iso_z
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 SYNC_SEND_SLACK_SECONDS = 60.0
 
@@ -62,9 +65,17 @@ def send(
                 "no-body-file", f"cannot read body file {body_file}: {error}"
             ) from None
     # Chosen (and its choice verified, SPEC 4.3) before the lease: a refusal holds nothing.
-    runner = runner_for(locate_paths(repo)[1].state_dir)
+    located = locate_paths(repo)
+    runner = runner_for(located[1].state_dir)
     granted = grant_turn(
-        repo, kind=kind, body=body, lead=lead, write=write, idle_min=idle_min, total_min=total_min
+        repo,
+        kind=kind,
+        body=body,
+        lead=lead,
+        write=write,
+        idle_min=idle_min,
+        total_min=total_min,
+        located=located,
     )
     running = runner.start(granted.turn)
     if background:
@@ -92,9 +103,11 @@ def grant_turn(
     write: bool | None = None,
     idle_min: float | str | None = None,
     total_min: float | str | None = None,
+    located: tuple[Path, PairPaths] | None = None,
 ) -> Granted:
     """All `send` does before a runner is asked: check the turn, take the in-flight lock (the
-    turn's lease, at the next seq) and write the prompt. The same for every runner."""
+    turn's lease, at the next seq) and write the prompt. The same for every runner.
+    `located`: `locate_paths(repo)` when the caller has it (one git process fewer, SPEC 7)."""
     _check_kind(kind)
     if not body.strip():
         raise UsageError(
@@ -105,7 +118,7 @@ def grant_turn(
     idle = parse_minutes(idle_min, "--idle-min")
     total = parse_minutes(total_min, "--total-min")
     lead_name = resolve_lead(lead) if lead is not None else None
-    root, paths = locate_paths(repo)
+    root, paths = located if located is not None else locate_paths(repo)
     # Before its binary is asked its version: a session an executor rewrote runs nothing.
     session = require_trusted(paths, require_session(paths), root)
     version = _recheck_partner_cli(session)
@@ -115,7 +128,7 @@ def grant_turn(
     idle = idle or default_idle
     total = total or default_total
 
-    token = uuid.uuid4().hex
+    token = uuid4_hex()
     launcher = current_identity(argv0="pair send")
 
     def build() -> Marker:

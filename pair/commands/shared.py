@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 from pair.environment import detect_lead
 from pair.errors import StateError, UsageError
@@ -16,6 +15,10 @@ from pair.git import locate
 from pair.partners import LEADS
 from pair.paths import PairPaths, state_dir_for
 from pair.state import Session, load_session
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 WAIT_POLL_SECONDS = 0.05
 

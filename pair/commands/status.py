@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from pair.commands.shared import locate_paths, require_session, session_view
 from pair.errors import StateError
@@ -18,6 +17,10 @@ from pair.state import Marker, MarkerUnreadable, load_session, read_marker, read
 from registry import bounded
 from registry.processes import ProcessIdentity
 from registry.timeutil import iso_from_epoch
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _turn_view(paths: PairPaths, seq: int, kind: str | None) -> dict[str, Any] | None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from pair.commands.shared import WAIT_POLL_SECONDS, locate_paths, parse_minutes, require_session
 from pair.errors import UsageError
@@ -22,6 +21,10 @@ from pair.state import (
     record_lost_turn,
 )
 from registry.processes import ProcessIdentity, is_alive
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 NO_MARKER_GRACE_SECONDS = 10.0
 DEFAULT_WAIT_MINUTES = 125.0

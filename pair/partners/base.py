@@ -11,11 +11,14 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
 
 from pair.errors import Rewrite, UsageError
+from registry.light_dataclass import dataclass, field
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)

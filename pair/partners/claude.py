@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from pair.errors import Rewrite, UsageError
 from pair.partners.base import (
@@ -36,6 +35,10 @@ from pair.partners.base import (
     tool_detail,
     tool_result,
 )
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _events(output: TurnOutput) -> list[dict[str, Any]]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from pair.partners.base import (
     REPLY_MAX_BYTES,
@@ -38,6 +37,10 @@ from pair.partners.base import (
     tool_result,
 )
 from registry import bounded
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _last_agent_message(events: list[dict[str, Any]]) -> str:

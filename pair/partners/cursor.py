@@ -8,7 +8,6 @@ The session id and reply come from the last `result` event that is not an error.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pair.errors import Rewrite, UsageError
 from pair.partners.base import (
@@ -22,6 +21,10 @@ from pair.partners.base import (
     replied_or_empty,
     store_has,
 )
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 SID_KEYS = ("chat_id", "chatId", "session_id", "sessionId")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from pair.partners.base import (
     Partner,
@@ -23,6 +22,10 @@ from pair.partners.base import (
     replied_or_empty,
     store_has,
 )
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _text(events: list[dict[str, Any]]) -> str:

@@ -15,7 +15,6 @@ sets `OPENCODE_PERMISSION` to deny `edit`, `bash` and `webfetch`, which removes 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pair.partners.base import (
     Partner,
@@ -32,6 +31,10 @@ from pair.partners.base import (
     tool_detail,
     tool_result,
 )
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _text(events: list[dict[str, Any]]) -> str:

@@ -15,13 +15,15 @@ import os
 import re
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from pair.errors import UsageError
 from pair.partners.base import install_line
 from registry.atomic import ensure_private_dir, write_text_atomic
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
     from pair.partners.base import Partner
 
 PROBE_TIMEOUT_SECONDS = 20.0

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pair.runners.choice import RunnerChoice
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
     from pair.runners.base import TurnRunner
     from pair.state import Session

@@ -21,16 +21,20 @@ runner.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
 
+from registry.light_dataclass import dataclass
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any, Protocol
 
     from pair.partners.base import TurnRequest
     from pair.turn import TurnResult
     from registry.processes import ProcessIdentity
+else:
+    Protocol = object  # a structural type for mypy only: no `typing` at run time (SPEC 7)
 
 TRANSCRIPT_READ_BYTES = 1024 * 1024
 DEFAULT_CANCEL_REASON = "cancelled by the lead"  # what a cancel records when given no reason

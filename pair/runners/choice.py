@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pair.errors import StateError, UsageError
+from registry.light_dataclass import dataclass
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 RUNNER_KINDS = ("local", "ray")
 RUNNER_FIELD = "runner"

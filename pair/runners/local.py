@@ -14,7 +14,6 @@ It never imports GitPython or PyGithub, and never touches another pair's state d
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shlex
@@ -22,7 +21,6 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from pair.errors import StateError
 from pair.launch import start_supervisor
@@ -60,6 +58,7 @@ from pair.state import (
     write_marker,
 )
 from registry import bounded
+from registry import light_dataclass as dataclasses
 from registry.atomic import remove_file, write_text_atomic
 from registry.processes import (
     ProcessIdentity,
@@ -70,7 +69,10 @@ from registry.processes import (
 )
 from registry.timeutil import iso_z
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
     from pair.turn import TurnResult
 
 POLL_SECONDS = 0.05

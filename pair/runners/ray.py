@@ -31,7 +31,6 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from pair.errors import StateError, UsageError
 from pair.runners.choice import INSTALL_RAY, RunnerChoice
@@ -49,8 +48,10 @@ from pair.state import (
 from registry.processes import ProcessIdentity, current_identity, is_alive
 from registry.timeutil import iso_z
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from typing import Any
 
     from pair.paths import PairPaths
     from pair.runners.base import BootstrapTurn, Liveness, Reaped, TurnStart

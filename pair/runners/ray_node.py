@@ -37,7 +37,10 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 WATCHDOG_POLL_SECONDS = 0.5
 WATCHDOG_START_SECONDS = 30.0  # its launcher's interpreter start, on a node under load

@@ -4,10 +4,12 @@ hook and attributes file, who set it, whether the lead accepted it and how to re
 
 from __future__ import annotations
 
-from typing import Any
-
 from unitmgr.commands.common import declare
 from unitmgr.options import DoctorOptions
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _doctor(repo: str, options: DoctorOptions) -> dict[str, Any]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from registry.output import Rendered
 from unitmgr.commands.common import declare
 from unitmgr.options import FeedbackOptions
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _feedback(repo: str, options: FeedbackOptions) -> dict[str, Any] | Rendered:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from unitmgr.commands.common import declare
 from unitmgr.options import RestaffOptions
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _restaff(repo: str, options: RestaffOptions) -> dict[str, Any]:

@@ -8,9 +8,10 @@ from unitmgr.options import ServeOptions
 
 def _serve(repo: str, options: ServeOptions) -> Result:
     from unitmgr import quick_reads
+
+    quick_reads.lock_free(options.lock_timeout)  # refused before the server's imports (SPEC 7)
     from unitmgr.views import serve
 
-    quick_reads.lock_free(options.lock_timeout)
     return serve.run(repo, host=options.host, port=options.port, prs=options.prs)
 
 

@@ -18,7 +18,6 @@ appended or sent twice.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pair import api as pair_api
 from registry.atomic import write_text_atomic
@@ -41,6 +40,10 @@ from unitmgr.options import AddendumOptions
 from unitmgr.units import load, locked, turn_in_flight
 from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _text(options: AddendumOptions) -> str:

@@ -8,13 +8,15 @@ nothing of it is approved here). `--dry-run` writes nothing and says what it wou
 
 from __future__ import annotations
 
-from typing import Any
-
 from unitmgr import config_trust
 from unitmgr.config import load_naming_every_problem
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import ConfigOptions
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dry_run_aware

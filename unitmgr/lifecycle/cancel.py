@@ -12,8 +12,6 @@ record.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pair import api as pair_api
 from registry.errors import StateError
 from registry.records import UnitRecord
@@ -23,6 +21,10 @@ from unitmgr.options import CancelOptions
 from unitmgr.ownership import Ownership, others_of
 from unitmgr.units import load, locked, pair_state, turn_in_flight
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dry_run_aware

@@ -19,7 +19,6 @@ create_steps.py (one method per step), create_rollback.py (what a failure undoes
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from registry.atomic import sweep_temp_files
 from registry.errors import (
@@ -53,6 +52,10 @@ from unitmgr.options import CreateOptions
 from unitmgr.steps import CREATE_PHASES, CREATE_STEPS
 from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dry_run_aware

@@ -15,9 +15,7 @@ import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pair import api as pair_api
 from pair.identity import identity_home, refuse_same_cli
@@ -27,6 +25,7 @@ from registry.errors import (
     StateError,
     UsageError,
 )
+from registry.light_dataclass import dataclass
 from registry.locks import Deadline
 from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
 from registry.redact import redact
@@ -38,6 +37,10 @@ from unitmgr.lifecycle.pairing import runner_choice
 from unitmgr.options import CreateOptions
 from unitmgr.units import unsigned_fields, untrusted_field
 from unitmgr.workspace import Workspace, is_inside, real_target, realpath
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)

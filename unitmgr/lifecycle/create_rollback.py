@@ -10,7 +10,6 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from pair import api as pair_api
 from registry.atomic import remove_file, write_text_atomic
@@ -27,6 +26,10 @@ from unitmgr.lifecycle.create_request import command_label
 from unitmgr.lifecycle.create_steps import PR_BODY_PATTERN, CreateSteps
 from unitmgr.ownership import Ownership, others_of
 from unitmgr.workspace import dismantle_label
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 PAIR_STEPS = ("pair-init", "pair-verify", "first-task")
 

@@ -9,7 +9,6 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 from pair import api as pair_api
 from registry.atomic import write_text_atomic
@@ -34,6 +33,10 @@ from unitmgr.ownership import Ownership, others_of, stop_journaled_child
 from unitmgr.steps import CREATE_LIFECYCLE_AFTER
 from unitmgr.views.observe import worktree_rows
 from unitmgr.workspace import Workspace, realpath
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 PR_BODY_PATTERN = "/PR_BODY.md"
 

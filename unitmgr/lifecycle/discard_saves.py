@@ -25,10 +25,13 @@ import shlex
 import stat
 import tarfile
 from pathlib import Path
-from typing import Any
 
 from registry.atomic import FILE_MODE, remove_file
 from unitmgr import git
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 PATCH_NAME = "uncommitted.patch"
 TAR_NAME = "untracked.tar"

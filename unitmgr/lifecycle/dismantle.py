@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 from registry.atomic import remove_file
 from registry.errors import RetryableError, Rewrite, StateError, ToolError, UsageError
@@ -51,6 +50,10 @@ from unitmgr.ownership import Ownership, others_of
 from unitmgr.steps import DISMANTLE_STEPS
 from unitmgr.units import refuse_in_flight
 from unitmgr.workspace import Workspace, dismantle_label, is_inside, realpath
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dry_run_aware

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from registry.errors import ToolError
 from registry.processes import processes_under
@@ -28,6 +27,10 @@ from unitmgr.lifecycle.journal import Journal
 from unitmgr.ownership import Ownership, RecordUntrusted, others_of
 from unitmgr.steps import DISMANTLE_STEPS
 from unitmgr.workspace import Workspace, realpath
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 UNTRUSTED_SKIP = "the record is unreadable: nothing it names is trusted, so nothing is touched"
 NAMED_FIELDS = ("worktree", "branch", "base", "base_ref", "common_git_dir", "task_file")

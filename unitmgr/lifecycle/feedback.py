@@ -21,11 +21,10 @@ It never writes to GitHub.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from registry.errors import StateError, UsageError
+from registry.light_dataclass import dataclass
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
 from unitmgr import feedback as fb
@@ -38,6 +37,10 @@ from unitmgr.lifecycle.runner import Step, StepRunner, dry_run_aware
 from unitmgr.options import FeedbackOptions
 from unitmgr.units import load, locked, turn_in_flight
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_BYTES_RANGE = (1024, 1_048_576)
 

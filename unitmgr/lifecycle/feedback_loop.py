@@ -22,13 +22,16 @@ import re
 import shlex
 import signal
 import time
-from typing import Any
 
 from registry.errors import Interrupted, Rewrite, ToolError, UsageError
 from registry.output import Rendered, write_text
 from registry.timeutil import iso_z
 from unitmgr import option_fields
 from unitmgr.options import FeedbackOptions
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_EVERY = 86400
 DEFAULT_MIN_EVERY = 120

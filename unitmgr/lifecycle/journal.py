@@ -15,7 +15,6 @@ import os
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from registry.errors import ToolError
 from registry.processes import ProcessIdentity
@@ -23,6 +22,10 @@ from registry.records import UnitRecord
 from registry.store import Registry
 from registry.timeutil import iso_z
 from unitmgr.steps import STEPS_BY_COMMAND
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _crash_hook(command: str, step: str, status: str) -> None:
@@ -34,7 +37,7 @@ def _crash_hook(command: str, step: str, status: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-class StepOutcome(dict[str, Any]):
+class StepOutcome(dict["str", "Any"]):  # quoted: `Any` is for mypy only
     """What a step found, journaled as its `done` (or `skipped`) entry's detail.
 
     Only the step decides that it was skipped, by calling `skip(reason)`: a key that happens to

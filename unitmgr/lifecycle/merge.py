@@ -21,9 +21,7 @@ that, after the worktree is gone).
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
+from registry import light_dataclass as dataclasses
 from registry.errors import Rewrite, StateError, UsageError
 from registry.records import UnitRecord
 from registry.timeutil import iso_z
@@ -38,11 +36,17 @@ from unitmgr.forge import (
     is_passing,
     latest_checks,
 )
-from unitmgr.forge_github import GitHubRefused, open_forge
+from unitmgr.github_remote import open_forge  # GitHub's adapter only for a repo on it
 from unitmgr.lifecycle.runner import dry_run_aware
 from unitmgr.options import MergeOptions
 from unitmgr.units import load, locked, unsigned_fields
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from unitmgr.forge_github import GitHubRefused
 
 METHODS = ("merge", "squash", "rebase")
 GATES = (
@@ -118,6 +122,8 @@ def run(repo: str, options: MergeOptions) -> dict[str, Any]:
             notify.announce(workspace, "held", unit_id, reason=held.reason, url=url)
             raise
         assert pull is not None
+        from unitmgr.forge_github import GitHubRefused
+
         try:
             merge_sha = forge.merge(pull.number, sha=head, method=options.method)
         except GitHubRefused as error:

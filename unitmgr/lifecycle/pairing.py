@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from pair import api as pair_api
 from registry.errors import StateError
@@ -18,7 +17,10 @@ from unitmgr.lifecycle.journal import Journal, StepOutcome
 from unitmgr.ownership import Ownership
 from unitmgr.units import first_turn_resend
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
     from unitmgr.config import ProjectConfig
 
 

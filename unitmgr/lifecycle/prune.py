@@ -30,7 +30,6 @@ import os
 import re
 import stat
 import time
-from typing import Any
 
 from registry.errors import UsageError
 from registry.timeutil import ago
@@ -38,6 +37,10 @@ from unitmgr import validation
 from unitmgr.config import load_config
 from unitmgr.lifecycle.journal import _crash_hook
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_OLDER_THAN = "30d"
 MAX_ROOT_ENTRIES = 10_000  # entries of archive/ looked at in one run; the rest wait

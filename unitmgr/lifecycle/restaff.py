@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from pair import api as pair_api
 from pair.identity import identity_home, refuse_same_cli
@@ -38,6 +37,10 @@ from unitmgr.units import (
 )
 from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 PHASE_AFTER = {
     "checkpoint": "ending-old",

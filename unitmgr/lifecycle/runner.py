@@ -22,15 +22,19 @@ refuses exactly as the real command would, plus `dry_run: true`.
 from __future__ import annotations
 
 import functools
-import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
 
 from registry.errors import StateError, ToolError, UsageError, marking_dry_run
+from registry.light_dataclass import dataclass
 from registry.redact import redact
 from unitmgr import git
 from unitmgr.lifecycle.journal import Journal, StepOutcome
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any, Protocol, TypeVar
+else:
+    Protocol = object  # a structural type for mypy only: no `typing` at run time (SPEC 7)
 
 Handler = Callable[[StepOutcome], None]
 
@@ -57,13 +61,15 @@ OnFailure = Callable[[ToolError, str | None], ToolError]
 
 def unexpected(error: Exception, step: str | None) -> StateError:
     """`step-failed` for an exception no code raised on purpose; its cause and traceback stay."""
+    from traceback import format_exception  # only on a failure: off the start-up path (SPEC 7)
+
     failed = StateError(
         "step-failed",
         f"{step} failed: {error}",
         detail={
             "step": step,
             "exception": type(error).__name__,
-            "traceback": redact("".join(traceback.format_exception(error))),
+            "traceback": redact("".join(format_exception(error))),
         },
     )
     failed.__cause__ = error
@@ -126,8 +132,9 @@ class _DryRunOptions(Protocol):
     def dry_run(self) -> bool: ...
 
 
-Options = TypeVar("Options", bound=_DryRunOptions)
-Command = Callable[[str, Options], dict[str, Any]]
+if TYPE_CHECKING:
+    Options = TypeVar("Options", bound=_DryRunOptions)
+    Command = Callable[[str, Options], dict[str, Any]]
 
 
 def _writes(options: object) -> bool:

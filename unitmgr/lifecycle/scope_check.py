@@ -11,7 +11,6 @@ approved_at, files}` under the unit lock, refusing a dirty worktree and out-of-s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from registry.errors import Rewrite, StateError
 from registry.locks import Deadline
@@ -25,6 +24,10 @@ from unitmgr.options import ScopeOptions
 from unitmgr.units import base_ref_of, load, locked
 from unitmgr.views.observe import facts_by_unit, worktree_rows
 from unitmgr.workspace import Workspace, dismantle_label
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dry_run_aware

@@ -9,10 +9,12 @@ one place a status sends a turn, which is why it lives with the lifecycle and no
 
 from __future__ import annotations
 
-from typing import Any
-
 from registry.errors import ToolError
 from unitmgr.views.status import UnitStatus, read_unit, reconcile
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def status_unit(repo: str, unit: str) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 from registry.errors import Rewrite, StateError
 from registry.output import progress
@@ -34,6 +33,10 @@ from unitmgr.options import VerifyOptions
 from unitmgr.ownership import stop_journaled_child
 from unitmgr.units import load, locked, refuse_in_flight, require_signed, unsigned_fields
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 TAIL_CHARACTERS = 4000
 

@@ -9,12 +9,15 @@ false`), never read as config: `unit create` or `unit config --approve` moves it
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from unitmgr import config_trust
 from unitmgr.config import load_naming_every_problem
 from unitmgr.options import ConfigOptions
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def run(repo: str, options: ConfigOptions) -> dict[str, Any]:

@@ -24,16 +24,18 @@ from __future__ import annotations
 import json
 import shlex
 import signal
-from typing import Any
 
 from registry import bounded, terminal
-from registry.dirwatch import DirectoryWatch
 from registry.errors import Interrupted, StateError, UsageError
 from registry.output import Rendered, write_text
 from registry.redact import redact
 from registry.timeutil import parse_iso
 from unitmgr import config, validation
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 LOG_TAIL_BYTES = 4 * 1024 * 1024  # events.jsonl grows for ever: only its end is read
 FOLLOW_CHUNK_BYTES = 1024 * 1024  # what one poll reads of what was appended
@@ -261,6 +263,8 @@ def _follow(
         write_text(header() + "\n")
     for event in events:
         out(event)
+    from registry.dirwatch import DirectoryWatch  # ctypes: only to follow (SPEC 7)
+
     try:
         with DirectoryWatch([workspace.registry.root], contents=True) as watch:
             while True:

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from registry.errors import StateError
 from unitmgr import admission, validation
 from unitmgr.config import flag_or_config, load_config
 from unitmgr.forge import NOT_CONFIGURED, Dependency, Forge, Issue
-from unitmgr.forge_github import GitHubRefused, open_forge
+from unitmgr.github_remote import open_forge  # GitHub's adapter only for a repo on it
 from unitmgr.options import IntakeOptions
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 _REFERENCE = r"(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#\d+"
 _DEPENDS = re.compile(
@@ -98,6 +101,8 @@ def run(repo: str, options: IntakeOptions) -> dict[str, Any]:
 def candidate(
     forge: Forge, issue: Issue, dependency: Callable[[Key], Dependency]
 ) -> dict[str, Any]:
+    from unitmgr.forge_github import GitHubRefused  # loaded with the forge itself
+
     keys = referenced_dependencies(issue.body, forge.repository)
     native: dict[Key, Dependency] = {}
     unreadable_native = False

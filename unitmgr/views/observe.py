@@ -13,12 +13,11 @@ Over ~400 lines because `list` and `status --all` describe a unit from the same 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from registry.lazy_re import lazy
 from registry.records import UnitRecord
 from registry.store import UnreadableRecord
 from registry.timeutil import iso_from_epoch
@@ -35,8 +34,10 @@ from unitmgr.views import attention
 from unitmgr.views.worktree_scan import WorktreeFacts, WorktreeJob, WorktreeScanner
 from unitmgr.workspace import Workspace, realpath
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from unitmgr.forge import Forge
 
@@ -102,7 +103,7 @@ def describe(
 
 # An ISO time as the lead's supervisor writes it; anything else in the (executor-writable)
 # marker is shown as unknown.
-_HEARTBEAT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,15}Z")
+_HEARTBEAT = lazy(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,15}Z")
 
 
 def runner_view(record: UnitRecord, pair: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -42,7 +42,6 @@ from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from registry import bounded
@@ -55,7 +54,10 @@ from unitmgr.views import observe
 from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace, realpath
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
     from unitmgr.forge import Forge
 
 TOKEN_VARIABLE = "UNITMGR_SERVE_TOKEN"

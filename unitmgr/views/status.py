@@ -9,17 +9,19 @@ the status command calls; a view never writes and never sends a turn.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from registry.errors import StateError
+from registry.light_dataclass import dataclass, field
 from registry.records import UnitRecord
 from unitmgr import config, git, validation
 from unitmgr.views import attention
 from unitmgr.views.observe import busy_holder, describe, recovery, worktree_rows
 from unitmgr.workspace import Workspace, realpath
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from typing import Any
+
     from unitmgr.forge import Forge
 
 

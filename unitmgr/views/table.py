@@ -8,11 +8,12 @@ in the order `unit watch` names them.
 
 from __future__ import annotations
 
-import textwrap
-from typing import Any
-
 from registry import terminal
 from unitmgr.views.attention import age_at, waiting_on_you
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 WIDTH = 80
 COMMAND_INDENT = "    "
@@ -29,6 +30,8 @@ def _width() -> int:
 
 def _note(text: str) -> str:
     """A `! ...` line wrapped to the table width, continuation lines indented."""
+    import textwrap  # only for a table (SPEC 7: the JSON answer needs none)
+
     return textwrap.fill(
         text, _width(), subsequent_indent="    ", break_long_words=True, break_on_hyphens=False
     )

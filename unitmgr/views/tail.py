@@ -19,7 +19,6 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from registry import bounded, terminal
 from registry.errors import StateError, UsageError
@@ -28,6 +27,10 @@ from registry.redact import redact_bytes
 from unitmgr import validation
 from unitmgr.options import TailOptions
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 POLL_SECONDS = 0.25
 TAIL_BYTES = 1 << 20  # a longer transcript is shown from its last MiB (and so is a jump ahead)

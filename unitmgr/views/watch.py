@@ -15,7 +15,6 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from typing import Any, cast
 
 from registry import terminal
 from registry.errors import Rewrite, UsageError
@@ -25,6 +24,10 @@ from unitmgr.views.attention import NEEDS_LEAD, age_at, waiting_on_you
 from unitmgr.views.table import config_warning_text, ports_cell, runner_cell
 from unitmgr.views.worktree_scan import WorktreeScanner
 from unitmgr.workspace import Workspace
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 QUIET_SECONDS = 600  # a turn silent this long is flagged (its idle budget ends it later)
 
@@ -174,11 +177,13 @@ def frame(document: dict[str, Any]) -> Any:
     Every string an executor could have written is cleaned first (SPEC 8: its escape sequences
     print as visible text) and reaches rich only as `Text`, never as a markup string, so a
     `[link=…]` or `[blink]` in a receipt is shown as it is written."""
+    from typing import cast  # with rich, only for the dashboard
+
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
-    document = cast(dict[str, Any], terminal.clean_all(document))
+    document = cast("dict[str, Any]", terminal.clean_all(document))
     units = document["units"]
     flagged = len(waiting_on_you(units))
     title = Text.assemble(

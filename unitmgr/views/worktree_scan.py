@@ -30,18 +30,20 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
+from registry.light_dataclass import dataclass, replace
 from unitmgr import git
 
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
     from concurrent.futures import Future
+    from typing import TypeVar
 
 REUSE_SECONDS = 30.0
-_T = TypeVar("_T")
-_R = TypeVar("_R")
+if TYPE_CHECKING:
+    _T = TypeVar("_T")
+    _R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
