@@ -25,7 +25,6 @@ commits, write the receipt — and each step needs the handle and the epoch the 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import tempfile
@@ -45,6 +44,7 @@ from pair.state import (
     update_owned_marker,
     write_marker,
 )
+from registry import light_dataclass
 from registry.processes import ProcessIdentity, current_identity, is_alive
 from registry.timeutil import iso_z
 
@@ -159,7 +159,7 @@ class RayRunner(LocalRunner):
         def named(partner: dict[str, Any]) -> None:
             identity = ProcessIdentity.from_json(partner)
             if identity is not None and on_partner_start is not None:
-                on_partner_start(dataclasses.replace(identity, token=token))
+                on_partner_start(light_dataclass.replace(identity, token=token))
 
         spec = {
             "partner": request.partner,
@@ -203,7 +203,7 @@ class RayRunner(LocalRunner):
             marker = self._marker_of(seq)
             remote = (marker.remote_partner if marker is not None else None) or {}
             if isinstance(remote.get("pid"), int):
-                return dataclasses.replace(liveness, partner_pid=remote["pid"])
+                return light_dataclass.replace(liveness, partner_pid=remote["pid"])
         return liveness
 
     def release(self) -> dict[str, Any]:
@@ -275,7 +275,7 @@ class RayRunner(LocalRunner):
         if marker is None or not on_node or proven_live_pid(self.paths, marker) is not None:
             return super().reap()  # nothing to stop, or refused: a process of it lives here
         node = self._stop_on_node(marker.seq)
-        return dataclasses.replace(super().reap(), runner=node)
+        return light_dataclass.replace(super().reap(), runner=node)
 
     def _stop_on_node(self, epoch: int) -> dict[str, Any]:
         """Ask the unit's actor to stop turn `epoch`: `{node_turn, actor, pgid, reason?}`."""
