@@ -280,6 +280,10 @@ class Dismantler:
     def _delete_record(self, step: str) -> None:
         """The last step deletes the record; its `done` then goes to events.jsonl only."""
         if step == "record":
+            from unitmgr.feedback_store import LedgerSeal
+
+            # The ledger's seal goes first: a unit re-created under this id starts afresh.
+            LedgerSeal(self.workspace.common_git_dir, self.record.unit_id).remove()
             if not self.unreadable:  # an unreadable one was moved into the archive
                 self.registry.delete(self.record.unit_id)
             self.journal.persist = False
