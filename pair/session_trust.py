@@ -45,7 +45,14 @@ SIGNED_SESSION_FIELDS = (
     "worktree",
     "branch",
     "unit",
+    # The runner choice carries its own MAC, and the environment is filtered, yet an older
+    # signed choice spliced into this session moved the unit's turns silently, and a planted
+    # variable reached the partner: both are the lead's only as part of this session.
+    "runner",
+    "environment",
 )
+# What sessions signed before `runner` and `environment` were covered carry a MAC over.
+LEGACY_SESSION_FIELDS = SIGNED_SESSION_FIELDS[:-2]
 
 
 def lead_key_id(paths: PairPaths) -> str:
@@ -57,9 +64,11 @@ def lead_key_id(paths: PairPaths) -> str:
     return repository_id(common_dir(paths.state_dir.parent))
 
 
-def signed_values(session: Session) -> dict[str, Any]:
+def signed_values(
+    session: Session, fields: tuple[str, ...] = SIGNED_SESSION_FIELDS
+) -> dict[str, Any]:
     """The values the session's signature covers."""
-    return {name: getattr(session, name) for name in SIGNED_SESSION_FIELDS}
+    return {name: getattr(session, name) for name in fields}
 
 
 def sign_session(paths: PairPaths, session: Session, key_id: str) -> None:
@@ -108,10 +117,19 @@ def session_trusted(paths: PairPaths, session: Session) -> bool:
     """Whether the lead's MAC covers the session's signed fields at this state dir."""
     from registry.signing import SESSION_FIELD, verified_at
 
+    last = _last_signed(paths)
+    if last is None:
+        # Signed before the lead kept its last MAC: it may cover only the legacy fields.
+        return any(
+            verified_at(paths.state_dir, SESSION_FIELD, signed_values(session, fields), signed)
+            for fields, signed in (
+                (SIGNED_SESSION_FIELDS, session.signature),
+                (LEGACY_SESSION_FIELDS, session.signature),
+            )
+        )
     if not verified_at(paths.state_dir, SESSION_FIELD, signed_values(session), session.signature):
         return False
-    last = _last_signed(paths)
-    return last is None or last == (session.signature or {}).get("mac")
+    return last == (session.signature or {}).get("mac")
 
 
 def untrusted_session_error(paths: PairPaths, root: Path | str) -> StateError:

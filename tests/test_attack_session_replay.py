@@ -9,6 +9,7 @@ signed last there.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -39,3 +40,18 @@ def test_a_replayed_older_signed_session_runs_nothing(sandbox: Sandbox) -> None:
     assert "old-staffing-ran" not in "".join(
         path.read_text(errors="replace") for path in Path(state, "transcripts").glob("*.log")
     )
+
+
+def test_a_variable_planted_in_the_sessions_environment_reaches_no_partner(
+    sandbox: Sandbox,
+) -> None:
+    created = sandbox.create("u1", model='cat > /dev/null; echo "planted=${PLANTED_PROBE:-none}"')
+    assert created.code == 0, created.stdout + created.stderr
+    assert sandbox.wait_turn("u1")["reply"].strip() == "planted=none"
+    session_file = sandbox.common_dir / "worktrees" / "u1" / "pair" / "session.json"
+    session = json.loads(session_file.read_text())
+    session["environment"] = {"PLANTED_PROBE": "1"}  # the executor (IS_SANDBOX, say)
+    session_file.write_text(json.dumps(session))
+    sent = sandbox.unit("addendum", "--unit", "u1", "--text", "one more thing")
+    receipt = sandbox.wait_turn("u1") if sent.code == 0 else {}
+    assert "planted=1" not in str(receipt.get("reply")), receipt

@@ -123,10 +123,13 @@ class RayRunner(LocalRunner):
         """The session is ending (`close_state`: a restaff or a dismantle): its actor retires
         (its turn stopped, the node's copy removed) and is killed. `{actor, released}`."""
         from pair.runners.choice import refuse_unauthenticated
+        from pair.session_trust import session_trusted
 
         session = load_session(self.paths)
         if session is None:
             return {"actor": None, "released": False}
+        if not session_trusted(self.paths, session):  # its runner may be spliced in: no contact
+            return {"actor": None, "released": False, "refused": "session-untrusted"}
         refuse_unauthenticated(self.choice)
         name = actor_name(self.paths, session)
         ray = _connect(self.choice)
