@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pair.errors import StateError
-from pair.paths import PairPaths, is_receipt
+from pair.paths import PairPaths
 from registry import bounded
 from registry import light_dataclass as dataclasses
 from registry.atomic import remove_file, write_text_atomic
@@ -302,14 +302,11 @@ def receipt_file_of(paths: PairPaths, session: Session | None, seq: int) -> Path
     turns are found by their number), None when no such file is named."""
     if session is not None and seq == session.seq and session.latest_kind:
         return paths.receipt_file(seq, session.latest_kind)
-    try:
-        names = os.listdir(paths.transcripts_dir)
-    except FileNotFoundError:
-        return None
-    prefix = f"{seq:04d}-"
-    for name in sorted(names):
-        if name.startswith(prefix) and is_receipt(name):
-            return paths.transcripts_dir / name
+    # The names are derived, never listed: the directory is the executor's to fill.
+    for kind in sorted((*TURN_KINDS, BOOTSTRAP_KIND)):
+        path = paths.receipt_file(seq, kind)
+        if os.path.lexists(path):
+            return path
     return None
 
 

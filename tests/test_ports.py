@@ -375,12 +375,14 @@ def test_a_record_with_impossible_ports_is_unreadable(sandbox: Sandbox, ports: l
 def test_variables_planted_in_the_pair_session_never_steer_the_partner(
     sandbox: Sandbox,
 ) -> None:
-    """The pair session is writable by the executor: what it plants in the session's
-    `environment` reaches the partner only as a plain variable, never as a loader's or one
-    pair sets itself."""
+    """The pair session is writable by the executor: its `environment` is covered by the
+    lead's MAC (pair/session_trust.py), so a planted one — a loader's variable, one pair sets
+    itself — makes the session untrusted and nothing runs (before, they were only filtered)."""
     created = sandbox.create("u1", ports="1", model=dumping(sandbox.root / "turn.txt"))
     assert created.code == 0, created.stdout
     sandbox.wait_turn("u1")
+    before = (sandbox.root / "turn.txt").read_text()
+    assert f"UNIT_PORT={created['unit']['ports'][0]}" in before
     session_file = sandbox.common_dir / "worktrees" / "u1" / "pair" / "session.json"
     session = json.loads(session_file.read_text())
     session["environment"] = {
@@ -397,15 +399,8 @@ def test_variables_planted_in_the_pair_session_never_steer_the_partner(
     asked = sandbox.pair(
         "send", "--kind", "question", "--body-file", str(body), repo=sandbox.worktree("u1")
     )
-    assert asked.code == 0, asked.stdout
-    dumped = dict(
-        line.split("=", 1)
-        for line in (sandbox.root / "turn.txt").read_text().splitlines()
-        if "=" in line
-    )
-    assert dumped["UNIT_PORT"] == str(created["unit"]["ports"][0])
-    assert "LD_PRELOAD" not in dumped and "GIT_DIR" not in dumped and "lower" not in dumped
-    assert dumped["UNITMGR_UNIT"] == "u1" and dumped["PATH"] != "/nonexistent"
+    assert asked.code == 1 and asked["code"] == "session-untrusted", asked.stdout
+    assert (sandbox.root / "turn.txt").read_text() == before  # no turn ran
 
 
 @pytest.fixture(autouse=True)

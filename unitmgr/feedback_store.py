@@ -1,5 +1,6 @@
-"""What `unit feedback` keeps between polls (SPEC 3.17, 7): ETags with the answers they name, and
-the saved GitHub Actions job logs.
+"""What `unit feedback` keeps between polls (SPEC 3.17, 7): ETags with the answers they name,
+the saved GitHub Actions job logs, and the seal of the ledger the lead last wrote (the digest
+that tells a planted `sent`/`rounds` from the lead's own).
 
 Both live in the user's private state directory (`$XDG_STATE_HOME/unitmgr/feedback/<repository
 id>/<unit id>/`), never in the git common dir: an executor can write that, and a cached answer
@@ -189,3 +190,92 @@ def read_log_summary(path: Path) -> tuple[str | None, str] | None:
 def write_log_summary(path: Path, excerpt: str | None, note: str) -> None:
     private_dir(path.parent)
     write_text_atomic(path, json.dumps({"excerpt": excerpt, "note": note}))
+
+
+# -- the ledger's seal -------------------------------------------------------------------------
+#
+# The ledger lives in the unit record (SPEC 3.17), which an executor can write. Only its
+# `pending_send` carries a MAC; `sent`, `rounds` and `round_heads` decide what is sent and when
+# `--auto` stops — a planted `sent` entry silences a reviewer, rewound rounds get past the cap
+# and its attention. A MAC would not catch a wiped or replayed ledger, so the lead keeps the
+# sha256 of the ledger it last wrote here, outside the common dir: `current`, and while a send
+# is under way the one it is about to write, `pending` (a crash between the two writes leaves
+# either, and both are the lead's). A ledger matching neither is not the lead's.
+
+SEAL_FILE = "ledger.json"
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def ledger_core(ledger: dict[str, Any]) -> dict[str, Any]:
+    """What of the ledger decides a send: each sent key's signature and round, the round
+    counters and the heads they counted (not `at`, `counts`, `capped`: words for people)."""
+    sent = ledger.get("sent")
+    return {
+        "sent": {
+            str(key): [entry.get("sig"), entry.get("round")] if isinstance(entry, dict) else entry
+            for key, entry in (sent.items() if isinstance(sent, dict) else ())
+        },
+        "rounds": ledger.get("rounds"),
+        "round_heads": ledger.get("round_heads"),
+    }
+
+
+def ledger_digest(ledger: dict[str, Any]) -> str:
+    import hashlib
+
+    text = json.dumps(ledger_core(ledger), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def empty_ledger() -> dict[str, Any]:
+    return {"sent": {}, "rounds": {"ci": 0, "review": 0}, "round_heads": {}}
+
+
+class LedgerSeal:
+    """The digests of the ledgers this lead wrote for one unit (`<unit dir>/ledger.json`)."""
+
+    def __init__(self, common_git_dir: Path, unit_id: str) -> None:
+        self.path = unit_dir(common_git_dir, unit_id) / SEAL_FILE
+
+    def accepted(self) -> set[str] | None:
+        """The digests a trusted ledger may have; None: the lead never sealed one."""
+        from registry import bounded
+
+        try:
+            raw = json.loads(bounded.read_bytes(self.path, 4096))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, bounded.Unreadable):
+            return set()  # unreadable: nothing matches, the next explicit send seals afresh
+        if not isinstance(raw, dict):
+            return set()
+        return {
+            value
+            for value in (raw.get("current"), raw.get("pending"))
+            if isinstance(value, str) and _DIGEST.fullmatch(value)
+        }
+
+    def trusted(self, ledger: dict[str, Any]) -> bool:
+        accepted = self.accepted()
+        digest = ledger_digest(ledger)
+        if accepted is None:
+            return digest == ledger_digest(empty_ledger())
+        return digest in accepted
+
+    def _write(self, current: str, pending: str | None) -> None:
+        private_dir(self.path.parent)
+        write_text_atomic(self.path, json.dumps({"current": current, "pending": pending}))
+
+    def expect(self, ledger: dict[str, Any], after: dict[str, Any]) -> None:
+        """Before a send writes the record: `ledger` as it stands, and as it will be."""
+        self._write(ledger_digest(ledger), ledger_digest(after))
+
+    def settle(self, ledger: dict[str, Any]) -> None:
+        """After the record holding `ledger` is written."""
+        self._write(ledger_digest(ledger), None)
+
+    def remove(self) -> None:
+        import contextlib
+
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)

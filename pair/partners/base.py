@@ -283,22 +283,34 @@ class Partner(ABC):
         return None
 
 
-def store_has(store: Path, sid: str, depth: int = 6) -> bool:
-    """Whether a session store has an entry naming `sid` (True when it cannot be read)."""
+STORE_ENTRIES = 20_000  # entries of a partner's session store looked at, in all directories
+
+
+def store_has(store: Path, sid: str, depth: int = 6, budget: list[int] | None = None) -> bool:
+    """Whether a session store has an entry naming `sid` (True when it cannot be read).
+
+    The store is the partner's, which the executor can write: the walk reads entry by entry
+    and looks at no more than `STORE_ENTRIES` in all; past that it answers True, as for a
+    store it cannot read (the session is not declared lost on a count)."""
+    budget = [STORE_ENTRIES] if budget is None else budget
     try:
-        entries = list(os.scandir(store))
+        entries = os.scandir(store)
     except OSError:
         return True
-    for entry in entries:
-        if sid in entry.name:
-            return True
-        try:
-            if entry.is_dir(follow_symlinks=False) and (
-                depth <= 0 or store_has(Path(entry.path), sid, depth - 1)
-            ):
+    with entries:
+        for entry in entries:
+            budget[0] -= 1
+            if budget[0] < 0:
                 return True
-        except OSError:
-            return True
+            if sid in entry.name:
+                return True
+            try:
+                if entry.is_dir(follow_symlinks=False) and (
+                    depth <= 0 or store_has(Path(entry.path), sid, depth - 1, budget)
+                ):
+                    return True
+            except OSError:
+                return True
     return False
 
 

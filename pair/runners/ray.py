@@ -210,10 +210,13 @@ class RayRunner(LocalRunner):
         """The session is ending (`close_state`: a restaff or a dismantle): its actor retires
         (its turn stopped, the node's copy removed) and is killed. `{actor, released}`."""
         from pair.runners.choice import refuse_unauthenticated
+        from pair.session_trust import session_trusted
 
         session = load_session(self.paths)
         if session is None:
             return {"actor": None, "released": False}
+        if not session_trusted(self.paths, session):  # its runner may be spliced in: no contact
+            return {"actor": None, "released": False, "refused": "session-untrusted"}
         refuse_unauthenticated(self.choice)
         name = actor_name(self.paths, session)
         ray = _connect(self.choice)
@@ -538,8 +541,15 @@ def _follow(
 ) -> dict[str, Any]:
     import ray.exceptions as errors
 
+    from registry.redact import StreamRedactor
+
     fd = os.open(transcript, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     offset = os.fstat(fd).st_size  # a re-attached supervisor goes on where the last one stopped
+    # The node redacts its partner's stream, but the executor there can write the node's
+    # transcript file itself: what this lead writes is redacted here too (SPEC 8), split
+    # tokens across chunks included. (A redacted chunk is shorter: a re-attached supervisor,
+    # which goes on from the local size, may repeat a few bytes of a turn that held a secret.)
+    redactor = StreamRedactor()
     last_answer = last_beat = time.monotonic()
     partner_seen = False
     cancel_sent: str | None = None
@@ -572,15 +582,20 @@ def _follow(
             if answer.get("unknown"):
                 return _lost(facts, f"the node's actor is at epoch {answer.get('epoch')}", None)
             data = answer.get("data") or b""
+            if not isinstance(data, bytes):
+                data = b""
             if data:
-                os.write(fd, data)
+                _write_all(fd, redactor.feed(data))
                 offset += len(data)
+            else:
+                _write_all(fd, redactor.pending())
             if answer.get("partner") and not partner_seen:
                 partner_seen = True
                 update_owned_marker(paths, token, remote_partner=answer["partner"])
                 if on_partner is not None:
                     on_partner(answer["partner"])
             if "result" in answer:
+                _write_all(fd, redactor.flush())
                 return {**answer["result"], "runner": facts}
             if now - last_beat > HEARTBEAT_SECONDS:
                 last_beat = now
@@ -589,7 +604,15 @@ def _follow(
             if not data:
                 time.sleep(POLL_SECONDS)
     finally:
+        with contextlib.suppress(OSError):
+            _write_all(fd, redactor.flush())
         os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _lost(facts: dict[str, Any], why: str, cancel: str | None) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from unitmgr import git, notify, validation
 from unitmgr.admission import merged_since_created
 from unitmgr.forge import PullRequest
 from unitmgr.github_remote import open_forge
-from unitmgr.lifecycle.archive import archive_pair_state, new_archive_dir
+from unitmgr.lifecycle.archive import archive_pair_state, new_archive_dir, own_archive
 from unitmgr.lifecycle.discard_saves import save_discarded
 from unitmgr.lifecycle.dismantle_plan import UNTRUSTED_SKIP, named_targets, plan
 from unitmgr.lifecycle.journal import Journal, StepOutcome
@@ -49,7 +49,7 @@ from unitmgr.options import DismantleOptions
 from unitmgr.ownership import Ownership, others_of
 from unitmgr.steps import DISMANTLE_STEPS
 from unitmgr.units import refuse_in_flight
-from unitmgr.workspace import Workspace, dismantle_label, is_inside, realpath
+from unitmgr.workspace import Workspace, dismantle_label
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
@@ -262,20 +262,14 @@ class Dismantler:
         os.replace(source, destination)  # both under orchestrate/: one filesystem
         outcome["moved"] = {"from": str(source), "to": str(destination)}
 
-    def _archive_destination(self) -> Path:
+    def _archive_destination(self, *, fresh: bool = False) -> Path:
         """The unit's archive dir: the one an earlier, interrupted attempt made (kept in the
-        record before anything was copied, so a repeat rewrites the same files), else a new
-        one."""
+        record before anything was copied, so a repeat rewrites the same files), else (or
+        `fresh`) a new one."""
         recorded = self.record.archive
-        archive_root = realpath(self.registry.archive_dir)
-        if (
-            recorded
-            and os.path.isdir(recorded)
-            and not os.path.islink(recorded)
-            and is_inside(realpath(recorded), archive_root)
-            and realpath(recorded) != archive_root
-        ):
-            return Path(recorded)
+        if not fresh and own_archive(self.registry, self.record.unit_id, recorded):
+            assert recorded is not None
+            return Path(recorded)  # never another unit's: `record.archive` is the executor's too
         destination = new_archive_dir(self.registry, self.record.unit_id)
         self.record.archive = str(destination)
         if self.journal.persist:
@@ -289,6 +283,10 @@ class Dismantler:
     def _delete_record(self, step: str) -> None:
         """The last step deletes the record; its `done` then goes to events.jsonl only."""
         if step == "record":
+            from unitmgr.feedback_store import LedgerSeal
+
+            # The ledger's seal goes first: a unit re-created under this id starts afresh.
+            LedgerSeal(self.workspace.common_git_dir, self.record.unit_id).remove()
             if not self.unreadable:  # an unreadable one was moved into the archive
                 self.registry.delete(self.record.unit_id)
             self.journal.persist = False
@@ -401,9 +399,17 @@ class Dismantler:
         destination = self._archive_destination()
         if has_state:
             assert state_dir is not None
-            archive_pair_state(
-                self.registry, self.record.unit_id, state_dir, destination=destination
-            )
+            try:
+                archive_pair_state(
+                    self.registry, self.record.unit_id, state_dir, destination=destination
+                )
+            except OSError as error:
+                # A link planted in the recorded archive (never followed): a fresh one instead.
+                outcome["refused_archive"] = {"path": str(destination), "why": str(error)}
+                destination = self._archive_destination(fresh=True)
+                archive_pair_state(
+                    self.registry, self.record.unit_id, state_dir, destination=destination
+                )
         outcome["archive"] = self.record.archive
         if keeps:
             assert proven is not None and self.record.abandoned is not None

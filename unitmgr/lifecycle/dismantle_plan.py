@@ -22,6 +22,7 @@ from registry.processes import processes_under
 from registry.records import MAX_RECORD_BYTES, UnitRecord
 from registry.store import UnreadableRecord
 from unitmgr import git
+from unitmgr.lifecycle.archive import own_archive
 from unitmgr.lifecycle.discard_saves import would_save
 from unitmgr.lifecycle.journal import Journal
 from unitmgr.ownership import Ownership, RecordUntrusted, others_of
@@ -114,7 +115,8 @@ def step_targets(workspace: Workspace, record: UnitRecord, forced: bool) -> dict
     has_state = state_dir is not None and state_dir.is_dir()
     archive: dict[str, Any] = {
         "destination": record.archive
-        or str(registry.archive_dir / f"{record.unit_id}-<UTC stamp>"),
+        if own_archive(registry, record.unit_id, record.archive)
+        else str(registry.archive_dir / f"{record.unit_id}-<UTC stamp>"),
         "pair_state": str(state_dir) if has_state else None,
     }
     if forced and present and worktree is not None:

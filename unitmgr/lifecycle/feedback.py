@@ -20,6 +20,7 @@ It never writes to GitHub.
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 
@@ -126,6 +127,32 @@ def ledger_of(record: UnitRecord) -> dict[str, Any]:
     return ledger
 
 
+UNTRUSTED_LEDGER = (
+    "feedback: the ledger (sent, rounds) is not the one this lead wrote — an executor can write "
+    "the registry; nothing is sent automatically until an explicit --send starts it again"
+)
+
+
+def _seal(workspace: Workspace, unit_id: str) -> Any:
+    from unitmgr.feedback_store import LedgerSeal
+
+    return LedgerSeal(workspace.common_git_dir, unit_id)
+
+
+def trust_ledger(workspace: Workspace, record: UnitRecord) -> bool:
+    """Whether the record's ledger is the one this lead last wrote (its seal, outside the
+    common dir); when not, its `sent`, `rounds` and `round_heads` are set aside in memory, so
+    nothing planted decides what is sent, and the caller says so."""
+    from unitmgr.feedback_store import empty_ledger
+
+    ledger = ledger_of(record)
+    if _seal(workspace, record.unit_id).trusted(ledger):
+        return True
+    ledger.update(empty_ledger())
+    record.feedback = ledger
+    return False
+
+
 def _plan(
     record: UnitRecord, gathered: fb.Gathered, settings: Settings
 ) -> tuple[dict[str, Any], fb.Sorted, fb.Rendered]:
@@ -211,9 +238,13 @@ def _one(
     record = load(workspace, unit_id)
     if options.send and ledger_of(record)["pending_send"] and not options.dry_run:
         return _send(workspace, unit_id, options, settings, gathered=None)
+    trusted = trust_ledger(workspace, record)
     gathered = _gather(workspace, forge, record, options, settings.allow)
     ledger, found, rendered = _plan(record, gathered, settings)
     document = {"ok": True, "status": "read", **_document(record, gathered, found, rendered)}
+    document["ledger"] = {"trusted": trusted}
+    if not trusted:
+        document["ledger"]["why"] = UNTRUSTED_LEDGER.removeprefix("feedback: ")
     if ledger["pending_send"]:
         from registry.signing import verified
 
@@ -247,7 +278,11 @@ def _one(
             )
         return {**document, "status": "nothing-to-send"}
     if options.auto:
-        why = _automatic_refusal(record, gathered, ledger, settings, rendered.keys)
+        why = (
+            _automatic_refusal(record, gathered, ledger, settings, rendered.keys)
+            if trusted
+            else UNTRUSTED_LEDGER
+        )
         if why is not None:
             if why.startswith("feedback:") and not options.dry_run:
                 _mark_capped(workspace, unit_id, settings, why, gathered.pr.head_sha)
@@ -315,6 +350,19 @@ def _send(
     command = f"unit feedback --unit {unit_id} --send"
     with locked(workspace, unit_id, command=command, seconds=settings.seconds):
         record = load(workspace, unit_id)
+        seal = _seal(workspace, unit_id)
+        if not trust_ledger(workspace, record) and options.auto:
+            # Planted since this command looked (or a resumed send): never automatically.
+            record = load(workspace, unit_id)
+            ledger = ledger_of(record)
+            ledger["capped"] = {"why": UNTRUSTED_LEDGER, "at": iso_z(), "head_sha": None}
+            record.feedback = ledger
+            workspace.registry.write(record)
+            return {
+                **(document or {"unit_id": unit_id}),
+                "status": "not-sent",
+                "why": UNTRUSTED_LEDGER,
+            }
         ledger = ledger_of(record)
         journal = Journal(workspace.registry, record, "feedback")
         resumed = bool(ledger["pending_send"])
@@ -324,6 +372,7 @@ def _send(
             journal.clear()
             if rendered is None or not rendered.keys:
                 workspace.registry.write(record)
+                seal.settle(ledger)
                 return {
                     **(document or {"unit_id": unit_id}),
                     "ok": True,
@@ -362,6 +411,9 @@ def _send(
             record.feedback = ledger
             outcome.update(keys=len(pending["keys"]))
 
+        after = copy.deepcopy(ledger)
+        _record_sent(after, pending)
+        seal.expect(ledger, after)  # both are the lead's until the record is written
         StepRunner(journal).run(
             {
                 "journal": journal_step,
@@ -373,6 +425,7 @@ def _send(
         )
         journal.clear()
         workspace.registry.write(record)
+        seal.settle(ledger)
         result: dict[str, Any] = {
             **(document or {"unit_id": unit_id}),
             "ok": True,

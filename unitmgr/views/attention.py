@@ -49,10 +49,18 @@ def feedback_summary(ledger: Any) -> str | None:
     counts = ledger.get("counts") if isinstance(ledger, dict) else None
     if not isinstance(counts, dict):
         return None
-    ci, review, withheld = (int(counts.get(key) or 0) for key in ("ci", "review", "withheld"))
+    # The record is the executor's to write: a count that is no small whole number is none
+    # (one planted string took `status --all` down for every unit).
+    ci, review, withheld = (_count(counts.get(key)) for key in ("ci", "review", "withheld"))
     if not (ci or review or withheld):
         return None
     return f"feedback: {ci} CI, {review} review pending, {withheld} withheld"
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1_000_000:
+        return value
+    return 0
 
 
 def _epoch(text: str | None) -> float | None:
