@@ -84,13 +84,12 @@ def sign_session(paths: PairPaths, session: Session, key_id: str) -> None:
 
 
 def _last_signed_file(paths: PairPaths) -> Path:
-    import hashlib
     import os
 
-    from registry.userdirs import state_home
+    from registry.userdirs import sha256, state_home  # CPython's own: no OpenSSL (SPEC 7)
 
     where = os.path.realpath(paths.state_dir).encode("utf-8", "surrogateescape")
-    return state_home() / "sessions" / hashlib.sha256(where).hexdigest()[:40]
+    return state_home() / "sessions" / sha256(where).hexdigest()[:40]
 
 
 def _remember(paths: PairPaths, mac: str) -> None:

@@ -221,10 +221,10 @@ def ledger_core(ledger: dict[str, Any]) -> dict[str, Any]:
 
 
 def ledger_digest(ledger: dict[str, Any]) -> str:
-    import hashlib
+    from registry.userdirs import sha256  # CPython's own: no OpenSSL (SPEC 7)
 
     text = json.dumps(ledger_core(ledger), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    return sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def empty_ledger() -> dict[str, Any]:
