@@ -255,6 +255,8 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
         write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")
     # Last: the turn is over for everyone else, so a slow sink delays nobody (SPEC 3.15).
     announce_turn_end(session.notify, receipt, paths.state_dir)
+    if session.runner is not None:
+        _disconnect()  # a forked supervisor leaves by os._exit: Ray's atexit would not run
     return 0 if receipt["ok"] else 1
 
 
@@ -393,6 +395,12 @@ def _remote() -> Any:
     from pair.runners.ray import run_remote
 
     return run_remote
+
+
+def _disconnect() -> None:
+    from pair.runners.ray_driver import disconnect
+
+    disconnect()
 
 
 def _print_traceback() -> None:

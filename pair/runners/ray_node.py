@@ -3,12 +3,14 @@
 `UnitActor` lives on the unit's node (pinned by a custom resource) and holds the node's own
 copy of the unit's worktree under `$UNITMGR_NODE_ROOT` (default `$XDG_STATE_HOME/unitmgr/nodes`).
 `start` takes the lease epoch (refusing one it has passed, and stopping an older turn it still
-runs), fetches the base commit from a git bundle the lead put in the object store, resets the
-copy to it and runs the turn in a thread with the same turn code the local supervisor runs
-(`pair.turn.run_turn`: budgets, hang kill, redaction). `poll` hands back the transcript from a
-byte offset and, once the turn is over, its result: the outcome, a bundle of the commits it made
-on top of the base, and the paths it left uncommitted. Nothing here depends on the lead's
-process: a lead supervisor that dies and comes back finds the turn by its epoch.
+runs), fetches the base commit from a git bundle the lead put in the object store when the copy
+lacks it (the copy is kept between turns: a warm one needs none, and a bundle carries only what
+the copy's refs do not reach), resets the copy to it and runs the turn in a thread with the
+same turn code the local supervisor runs (`pair.turn.run_turn`: budgets, hang kill, redaction).
+`poll` hands back the transcript from a byte offset and, once the turn is over, its result: the
+outcome, a bundle of the commits it made on top of the base, and the paths it left uncommitted.
+Nothing here depends on the lead's process: a lead supervisor that dies and comes back finds the
+turn by its epoch.
 
 The watchdog (`python -m pair.runners.ray_node watchdog ...`) runs in its own session beside
 each turn: when the actor's process is gone (its worker or its raylet killed) it kills every
@@ -227,6 +229,14 @@ class UnitActor:
         clone = self.home / "worktree"
         return (clone / ".git").is_dir() and pair_git.rev(clone, sha) == sha
 
+    def holds(self, limit: int = 64) -> list[str]:
+        """The commits the node's copy's branches and `refs/unitmgr/*` point at (a delta
+        bundle's basis: what the lead need not send)."""
+        from pair import git as pair_git
+
+        clone = self.home / "worktree"
+        return pair_git.ref_commits(clone, limit) if (clone / ".git").is_dir() else []
+
     def start(
         self,
         epoch: int,
@@ -234,9 +244,16 @@ class UnitActor:
         spec: dict[str, Any],
         base_bundle: bytes | None,
         attach: bool = False,
+        resource: str | None = None,
     ) -> dict[str, Any]:
         """Start turn `epoch` (idempotent for the same epoch and token: a re-attaching lead,
-        `attach`, only finds it — a turn this actor never ran is not started late)."""
+        `attach`, only finds it — a turn this actor never ran is not started late).
+
+        `{moved}` when this actor sits on another resource than `resource` (the lead rebuilds
+        it); `{need_base, holds}` — nothing started, the epoch not taken — when the copy lacks
+        the base commit and no bundle came: the lead sends one without what `holds` reach."""
+        if resource is not None and resource != self.resource:
+            return {"moved": self.resource}
         with self.lock:
             if self.turn is not None and self.turn.epoch == epoch:
                 if self.turn.token != token:
@@ -246,6 +263,9 @@ class UnitActor:
                 return {"lost": f"this node's actor never ran epoch {epoch} (at {self.epoch})"}
             if epoch <= self.epoch:
                 return {"refused": f"epoch {epoch} is stale: this node is at epoch {self.epoch}"}
+            base = spec.get("base_commit")
+            if base and not base_bundle and not self.has(base):
+                return {"need_base": True, "holds": self.holds()}
             if self.turn is not None and self.turn.thread.is_alive():
                 self._stop(self.turn, "a newer epoch started")
             self.epoch = epoch
