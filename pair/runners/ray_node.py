@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 WATCHDOG_POLL_SECONDS = 0.5
+WATCHDOG_ARM_SECONDS = 5.0  # the launcher's start and fork, at most
 BRANCH = "unitmgr-node"
 BASE_REF = "refs/unitmgr/base"
 OUT_REF = "refs/unitmgr/out"
@@ -184,6 +185,11 @@ class NodeTurn:
             start_new_session=True,
             close_fds=True,
         )
+        # Armed before the turn streams a byte (run_turn streams once this returns): the
+        # launcher exits as soon as its watchdog has forked away from this worker, whose
+        # direct children Ray kills with it — a node lost in that window left no watchdog.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.watchdog.wait(timeout=WATCHDOG_ARM_SECONDS)
 
     def _stop_watchdog(self) -> None:
         with contextlib.suppress(OSError):
@@ -341,15 +347,16 @@ def watchdog(actor_pid: int, actor_created: float, token: str, pgid: int, done: 
     """Kill the turn's processes once the actor's process is gone; exit once `done` exists.
 
     It runs as a grandchild of the actor's worker, reparented away from it: Ray kills a dying
-    worker's direct children, which would take the watchdog with it (measured)."""
+    worker's direct children, which would take the watchdog with it (measured). So it forks
+    first, before its imports: the launcher's exit is what the actor waits for."""
+    if os.fork():
+        os._exit(0)  # the launcher: its child is nobody's child but init's (or a subreaper's)
+    os.setsid()
     import psutil
 
     from pair.proof import TURN_TOKEN_VARIABLE
     from registry.processes import reap_processes_marked
 
-    if os.fork():
-        os._exit(0)  # the launcher: its child is nobody's child but init's (or a subreaper's)
-    os.setsid()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     while not stop.wait(WATCHDOG_POLL_SECONDS) and not done.exists():
