@@ -219,6 +219,8 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
     me = current_identity(argv0="pair _supervise")
     # Before it is named in the marker: from then on a cancel may signal it at any moment.
     signal.signal(signal.SIGTERM, _on_sigterm)
+    if session.runner is not None:
+        _begin_ray()  # the longest part of a Ray turn's start, beside what follows here
     # The supervisor owns the turn from here: the launcher (possibly a long-lived caller of the
     # library, like `unit`) no longer keeps it "alive" for `clear` and `send`.
     owned = update_owned_marker(paths, token, supervisor=me.to_json(), launcher=None)
@@ -395,6 +397,12 @@ def _remote() -> Any:
     from pair.runners.ray import run_remote
 
     return run_remote
+
+
+def _begin_ray() -> None:
+    from pair.runners.ray_driver import begin
+
+    begin()
 
 
 def _disconnect() -> None:

@@ -462,7 +462,7 @@ def run_remote(
     if refused := receipts.untrusted(paths, session, marker, supervisor_pid, started_at):
         return refused  # a session rewritten since `send` verified it: the node runs nothing
     choice = verified_choice(paths.state_dir, session.runner)  # refused: nothing contacted
-    ray_driver.begin()  # only now: an untrusted session contacts nothing and imports no Ray
+    ray_driver.begin()  # begun by `supervise` already; nothing is contacted before this line
 
     def stop_requested() -> str | None:
         if not Stop.signalled:

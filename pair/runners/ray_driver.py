@@ -1,20 +1,23 @@
 """The lead supervisor's connection to the Ray cluster (SPEC 4.3, 7): import `ray`, connect.
 
 `import ray` is most of a Ray turn's start (references/benchmarks.md, "Where a Ray turn's start
-goes"). `begin()` starts it on a thread as soon as the supervisor takes a Ray turn, so it
-overlaps the work that needs no Ray (the session check, the actor's name, the prompt); `connect`
-joins it and calls `ray.init`. Three packages Ray imports at its own import but a driver that
-only calls actors never uses — `requests`, `jsonschema` and `yaml`, a third of the import's CPU
-(measured) — are deferred while it imports: each is a stand-in module that imports the real one
-at its first attribute read, so whatever does need one gets it, only later.
+goes"). `begin()` starts it on a thread as soon as the supervisor has proved it owns a Ray
+turn, so it overlaps the work that needs no Ray (taking the marker, the session's signature
+check, the actor's name, the prompt); `connect` joins it and calls `ray.init` — nothing is
+contacted before the session and the runner choice are verified. Three packages Ray imports
+at its own import but a driver that only calls actors never uses — `requests`, `jsonschema` and
+`yaml`, a third of the import's CPU (measured) — are deferred while it imports: each is a
+stand-in module that imports the real one at its first attribute read, so whatever does need
+one gets it, only later.
 
 `ray.init` runs from `/` with a neutral `sys.argv[0]`: Ray puts the driver's working directory
 (and its script's directory, when on `sys.path`) at the front of the path of every worker the
 job starts — the actor's, on the node — and the supervisor's working directory is the pair's
 state dir, which an executor can write (SPEC 8) and which means nothing on another machine.
 
-It must not be imported outside the lead's supervisor (`pair.runners.ray`): `send`, `status`
-and the views never import `ray`. It never starts a cluster and never stops one.
+Only the supervisor of a Ray turn (`pair.supervisor`, `pair.runners.ray`) and `RayRunner.release`
+use it: `send`, `status` and the views never import `ray`. It never starts a cluster and never
+stops one.
 """
 
 from __future__ import annotations
