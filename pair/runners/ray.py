@@ -58,7 +58,9 @@ if TYPE_CHECKING:
     from pair.runners.base import TurnStart
 
 NAMESPACE = ray_driver.NAMESPACE
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.1  # after a call that failed
+POLL_WAIT_SECONDS = 0.25  # a poll answers at once with news, else after this (a cancel's delay)
+POLL_LIMIT = 1024 * 1024  # transcript bytes a poll brings back
 HEARTBEAT_SECONDS = 2.0
 CALL_SECONDS = 5.0  # one actor call's bound
 START_SECONDS = 60.0  # the first call: it waits for a new actor's placement
@@ -368,7 +370,10 @@ def _follow(
                         **_no(facts),
                     }
             try:
-                answer = ray.get(handle.poll.remote(epoch, offset), timeout=CALL_SECONDS)
+                answer = ray.get(
+                    handle.poll.remote(epoch, offset, POLL_LIMIT, POLL_WAIT_SECONDS),
+                    timeout=CALL_SECONDS,
+                )
             except (errors.ActorDiedError, errors.RayActorError) as error:
                 return _lost(facts, f"the unit's actor died: {type(error).__name__}", cancel_sent)
             except Exception as error:
@@ -392,8 +397,6 @@ def _follow(
                 last_beat = now
                 if update_owned_marker(paths, token, runner_heartbeat_at=iso_z()) is None:
                     return {"status": "failed", "reason": "the lease was lost", **_no(facts)}
-            if not data:
-                time.sleep(POLL_SECONDS)
     finally:
         os.close(fd)
 

@@ -35,6 +35,8 @@ from typing import Any
 
 WATCHDOG_POLL_SECONDS = 0.5
 WATCHDOG_ARM_SECONDS = 5.0  # the launcher's start and fork, at most
+POLL_WAIT_SECONDS = 1.0  # the longest a poll holds its answer back for news
+POLL_STEP_SECONDS = 0.01
 BRANCH = "unitmgr-node"
 BASE_REF = "refs/unitmgr/base"
 OUT_REF = "refs/unitmgr/out"
@@ -299,12 +301,26 @@ class UnitActor:
             # The lead's branch is the truth: what a lost turn left here unbundled is gone.
             pair_git.reset_to(clone, base, BRANCH)
 
-    def poll(self, epoch: int, offset: int, limit: int = 1024 * 1024) -> dict[str, Any]:
+    def poll(
+        self, epoch: int, offset: int, limit: int = 1024 * 1024, wait: float = 0.0
+    ) -> dict[str, Any]:
+        """The transcript from `offset`, the partner, and once the turn is over its result —
+        answered as soon as there is news (bytes, the partner, the end), else after `wait`
+        seconds (at most `POLL_WAIT_SECONDS`): the lead learns of an end at once, not a poll
+        interval later."""
         turn = self.turn
         if turn is None or turn.epoch != epoch:
             return {"epoch": self.epoch, "unknown": True}
-        done = not turn.thread.is_alive() and turn.result is not None
-        data = turn.chunk(offset, limit)
+        import time
+
+        deadline = time.monotonic() + min(max(wait, 0.0), POLL_WAIT_SECONDS)
+        partner = turn.partner
+        while True:
+            done = not turn.thread.is_alive() and turn.result is not None
+            data = turn.chunk(offset, limit)
+            if data or done or turn.partner is not partner or time.monotonic() >= deadline:
+                break
+            turn.thread.join(POLL_STEP_SECONDS)  # returns at once when the turn ends
         answer: dict[str, Any] = {"epoch": epoch, "data": data, "partner": turn.partner}
         if done and len(data) < limit:
             answer["result"] = turn.result
