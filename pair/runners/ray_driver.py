@@ -90,7 +90,8 @@ def _import_ray() -> None:
 
 
 def begin() -> None:
-    """Start importing `ray` on a thread (once; a no-op when it is imported already)."""
+    """Start importing `ray` on a thread, `DEFERRED` deferred (once; a no-op when it is
+    imported already). Only the supervisor of a Ray turn calls it: a short-lived process."""
     with _lock:
         if "thread" in _import or "ray" in sys.modules:
             return
@@ -100,8 +101,8 @@ def begin() -> None:
 
 
 def imported() -> Any:
-    """`ray`, once the import `begin` started has ended (or imported here, without one)."""
-    begin()
+    """`ray`, once the import `begin` started has ended — or imported here, plainly, without
+    one: a long-lived library caller (`RayRunner.release` in `unit`) gets no stand-ins."""
     thread = _import.get("thread")
     if thread is not None:
         thread.join()

@@ -19,6 +19,10 @@ reach a turn started in its own session.
 
 `ray` is imported here only by the lead's `pair.runners.ray`, which wraps `UnitActor` as a
 remote class; this module imports no `ray` itself, so the watchdog starts fast.
+
+Over 400 lines because the node's side is one actor's state — the epoch, the copy and its base,
+the running turn, its polls, cancel and retirement — and the watchdog must live in this
+Ray-free module to start fast beside each turn.
 """
 
 from __future__ import annotations
