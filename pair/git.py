@@ -288,6 +288,26 @@ def rev(cwd: Path, name: str) -> str | None:
     return sha if completed.returncode == 0 and sha else None
 
 
+def ref_commits(cwd: Path, limit: int) -> list[str]:
+    """The distinct commits `cwd`'s branches and `refs/unitmgr/*` point at (at most `limit`)."""
+    listing = run(
+        cwd, "for-each-ref", "--format=%(objectname)", "refs/heads", "refs/unitmgr"
+    ).split()
+    return list(dict.fromkeys(listing))[:limit]
+
+
+def known_commits(cwd: Path, shas: list[str]) -> list[str]:
+    """Those of `shas` (full hex names) that name commits in `cwd`, in one git call; none when
+    git refuses the list (a name of a tree or a blob)."""
+    if not shas:
+        return []
+    try:
+        completed = _git(cwd, "rev-list", "--no-walk=unsorted", "--ignore-missing", *shas)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return completed.stdout.split() if completed.returncode == 0 else []
+
+
 def set_ref(cwd: Path, ref: str, sha: str) -> None:
     run(cwd, "update-ref", ref, sha)
 

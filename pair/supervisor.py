@@ -222,6 +222,8 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
     me = current_identity(argv0="pair _supervise")
     # Before it is named in the marker: from then on a cancel may signal it at any moment.
     signal.signal(signal.SIGTERM, _on_sigterm)
+    if session.runner is not None:
+        _begin_ray()  # the longest part of a Ray turn's start, beside what follows here
     # The supervisor owns the turn from here: the launcher (possibly a long-lived caller of the
     # library, like `unit`) no longer keeps it "alive" for `clear` and `send`.
     owned = update_owned_marker(paths, token, supervisor=me.to_json(), launcher=None)
@@ -258,6 +260,8 @@ def supervise(state_dir: Path, seq: int, token: str) -> int:
         write_text_atomic(receipt_file, json.dumps(receipt, indent=2) + "\n")
     # Last: the turn is over for everyone else, so a slow sink delays nobody (SPEC 3.15).
     announce_turn_end(session.notify, receipt, paths.state_dir)
+    if session.runner is not None:
+        _disconnect()  # a forked supervisor leaves by os._exit: Ray's atexit would not run
     return 0 if receipt["ok"] else 1
 
 
@@ -396,6 +400,18 @@ def _remote() -> Any:
     from pair.runners.ray import run_remote
 
     return run_remote
+
+
+def _begin_ray() -> None:
+    from pair.runners.ray_driver import begin
+
+    begin()
+
+
+def _disconnect() -> None:
+    from pair.runners.ray_driver import disconnect
+
+    disconnect()
 
 
 def _print_traceback() -> None:

@@ -460,6 +460,73 @@ def test_a_stale_epochs_bundle_is_refused(sandbox: Sandbox) -> None:
 
 
 @pytest.mark.slow
+def test_the_node_copy_stays_warm_and_a_moved_branch_sends_only_the_delta(
+    on_ray: Harness,
+) -> None:
+    """The node keeps its copy between turns: a turn whose base it holds sends no bundle (one
+    call starts it); when the lead's branch moved underneath it (a teammate's commit) the next
+    turn sends only what the copy lacks and runs on the new base; a released actor (a restaff,
+    a dismantle) leaves nothing, so the next turn's copy is rebuilt from a whole bundle."""
+    repo = on_ray.sandbox.repo
+
+    def turn(script: str) -> dict[str, Any]:
+        started, _ = on_ray.begin(script)
+        receipt = receipt_of(on_ray, started)
+        assert receipt["status"] == "replied", receipt
+        base = receipt["runner"]["base"]
+        assert base["commit"] == started.base_commit, base
+        return receipt
+
+    first = turn("echo cold")["runner"]["base"]
+    assert first["bundle_bytes"] > 0 and first["delta"] is False, first
+    landed = turn(COMMIT.format(text="from the node", name="node.txt"))
+    assert landed["runner"]["commits"]["fast_forwarded"], landed
+    assert turn("echo warm")["runner"]["base"]["bundle_bytes"] == 0  # the node's own commit
+    (repo / "mate.txt").write_text("a teammate's line\n")
+    git(repo, "add", "mate.txt")
+    git(repo, "-c", "user.name=m", "-c", "user.email=m@x", "commit", "-qm", "teammate")
+    moved = turn("cat mate.txt")
+    assert moved["reply"] == "a teammate's line", moved
+    delta = moved["runner"]["base"]
+    whole = on_ray.sandbox.root / "whole.bundle"
+    git(repo, "bundle", "create", str(whole), "HEAD")
+    assert delta["delta"] is True and 0 < delta["bundle_bytes"] < whole.stat().st_size, delta
+    assert turn("echo warm again")["runner"]["base"]["bundle_bytes"] == 0
+    import ray
+
+    connected = ray.is_initialized()
+    try:
+        assert on_ray.runner.release()["released"] is True  # what a restaff does to the old node
+    finally:
+        if not connected:
+            ray.shutdown()  # a driver left connected would keep the cluster from stopping a node
+    rebuilt = turn("cat node.txt mate.txt")
+    assert rebuilt["reply"] == "from the node\na teammate's line", rebuilt
+    assert rebuilt["runner"]["base"]["delta"] is False
+    assert rebuilt["runner"]["base"]["bundle_bytes"] > 0
+
+
+@pytest.mark.slow
+def test_the_units_actor_never_imports_from_the_lead_supervisors_directory(
+    on_ray: Harness,
+) -> None:
+    """Ray puts a driver's working directory first on the path of its job's workers — the
+    unit's actor's — and the lead supervisor runs in the pair's state dir, which an executor
+    can write (SPEC 8): a `pair` package planted there is never what the actor imports."""
+    from pair.runners.local import LocalRunner
+
+    assert isinstance(on_ray.runner, LocalRunner)
+    planted = on_ray.runner.paths.state_dir / "pair"
+    witness = on_ray.sandbox.root / "planted-ran"
+    planted.mkdir()
+    (planted / "__init__.py").write_text(f"open({str(witness)!r}, 'w').close()\n")
+    turn, _ = on_ray.begin("echo safe")
+    receipt = receipt_of(on_ray, turn)
+    assert receipt["status"] == "replied" and receipt["reply"] == "safe", receipt
+    assert not witness.exists()
+
+
+@pytest.mark.slow
 def test_a_node_killed_mid_turn_ends_node_lost(
     on_ray: Harness, cluster: ray_cluster.RayCluster
 ) -> None:

@@ -4,10 +4,12 @@ What stays with the lead is what `LocalRunner` keeps: the session, the marker (t
 prompt, the transcript file, the receipt and the unit's branch and worktree. So `RayRunner` is a
 `LocalRunner` whose detached supervisor (`pair.launch.start_supervisor`, the same path) does not
 run the partner itself: `drive` (called by `pair.supervisor.supervise` for a session whose
-signed runner choice is `ray`) connects to the cluster, gets or creates the unit's detached
-named actor (`unitmgr/<repo-id>/<unit-id>`, namespace `unitmgr`, pinned by the resource
-`unitmgr-node-NAME` or `unitmgr-executor`), sends it the base commit as a git bundle through the
-object store, starts the turn under the lease epoch, and then — until the actor reports the turn
+signed runner choice is `ray`) connects to the cluster (`pair.runners.ray_driver`), gets or
+creates the unit's detached named actor (`unitmgr/<repo-id>/<unit-id>`, namespace `unitmgr`,
+pinned by the resource `unitmgr-node-NAME` or `unitmgr-executor`) and starts the turn under the
+lease epoch — one call when the node's copy already holds the base commit; otherwise the node
+answers what it holds and the base goes as a git bundle without those commits, through the
+object store, in a second — and then — until the actor reports the turn
 over — appends the transcript into the local transcript file by byte offset, heartbeats into the
 marker (`runner_heartbeat_at`) and forwards a cancel. The turn's commits come back as a bundle:
 fetched into `refs/unitmgr/<unit>/e<epoch>`, checked to descend from the base and to belong to
@@ -15,7 +17,8 @@ the marker's epoch (`land_commits`), and only then fast-forwarded into the local
 
 `read_status`, `probe`, `receipt` and `read_transcript` stay file-only (inherited); `reattach`
 starts a new supervisor for a turn whose supervisor died (the actor kept running it) — `pair
-wait` asks for it. `ray` is imported only here (and by the node side it wraps), lazily.
+wait` asks for it. `ray` is imported only through `ray_driver` (and by the node side it wraps),
+in the supervisor, never at this module's import.
 
 Over 400 lines because the lead's half of a remote turn is one conversation with one actor —
 place it, send the base, follow the transcript, forward a cancel, tell a lost node, land the
@@ -27,11 +30,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
 
 from pair.errors import StateError, UsageError
+from pair.runners import ray_driver
 from pair.runners.choice import INSTALL_RAY, RunnerChoice
 from pair.runners.local import LocalRunner
 from pair.state import (
@@ -57,10 +62,15 @@ if TYPE_CHECKING:
     from pair.runners.base import BootstrapTurn, Liveness, Reaped, TurnStart
     from pair.turn import TurnResult
 
-NAMESPACE = "unitmgr"
-POLL_SECONDS = 0.1
+NAMESPACE = ray_driver.NAMESPACE
+POLL_SECONDS = 0.1  # after a call that failed
+POLL_WAIT_SECONDS = 0.25  # a poll answers at once with news, else after this (a cancel's delay)
+POLL_LIMIT = 1024 * 1024  # transcript bytes a poll brings back
 HEARTBEAT_SECONDS = 2.0
 CALL_SECONDS = 5.0  # one actor call's bound
+START_SECONDS = 60.0  # the first call: it waits for a new actor's placement
+HOLDS_LIMIT = 64  # commits of the node's copy a delta bundle may leave out
+HEX40 = re.compile(r"[0-9a-f]{40}")
 LOST_SECONDS = 12.0  # no answer from the actor for this long: the node is lost
 CANCEL_SECONDS = 25.0
 HANDSHAKE_SECONDS = 90.0  # connect, place (or create) the actor, fetch the base, start
@@ -126,7 +136,9 @@ class RayRunner(LocalRunner):
             turn.kind,
             turn.lease.token,
             handshake_seconds=HANDSHAKE_SECONDS,
-            fork=False,  # the supervisor becomes a Ray driver: a fresh interpreter
+            # Forked like a local turn's (a caller that loaded Ray is never forked: launch's
+            # rule); the child becomes the Ray driver itself, importing `ray` afresh.
+            fork=True,
         )
 
     def bootstrap(
@@ -178,10 +190,15 @@ class RayRunner(LocalRunner):
         }
         try:
             with _connected(self.choice) as ray:
-                handle, hello = _actor(ray, name, self.choice, fresh=True)
+                handle = _actor(ray, name, self.choice, fresh=True)
+                hello = ray.get(handle.hello.remote(), timeout=START_SECONDS)
                 facts.update(actor=name, node_id=hello.get("node_id"), home=hello.get("home"))
-                bundle = _base_bundle(ray, handle, worktree, base)
-                started = ray.get(handle.start.remote(0, token, spec, bundle), timeout=60)
+                # A fresh actor's copy is new (retire removed the last): the whole base goes.
+                bundle = ray.put(_base_bundle(worktree, base, [])[0]) if base else None
+                started = ray.get(
+                    handle.start.remote(0, token, spec, bundle, False, self.choice.resource),
+                    timeout=START_SECONDS,
+                )
                 if "started" in started:
                     update_owned_marker(paths, token, runner=facts)
                     transcript = paths.transcript_file(0, BOOTSTRAP_KIND)
@@ -219,7 +236,7 @@ class RayRunner(LocalRunner):
             return {"actor": None, "released": False, "refused": "session-untrusted"}
         refuse_unauthenticated(self.choice)
         name = actor_name(self.paths, session)
-        ray = _connect(self.choice)
+        ray = ray_driver.connect(self.choice.address)
         try:
             handle = ray.get_actor(name, namespace=NAMESPACE)
         except ValueError:  # none on the cluster (never started, or already gone)
@@ -255,7 +272,9 @@ class RayRunner(LocalRunner):
             marker.kind,
             marker.owner_token,
             handshake_seconds=HANDSHAKE_SECONDS,
-            fork=False,  # the supervisor becomes a Ray driver: a fresh interpreter
+            # Forked like a local turn's (a caller that loaded Ray is never forked: launch's
+            # rule); the child becomes the Ray driver itself, importing `ray` afresh.
+            fork=True,
         )
         return True
 
@@ -343,21 +362,8 @@ class RayRunner(LocalRunner):
 
 
 def _connect(choice: RunnerChoice) -> Any:
-    import signal
-
-    import ray
-
-    if not ray.is_initialized():
-        ours = signal.getsignal(signal.SIGTERM)
-        ray.init(
-            address=choice.address or "auto",
-            namespace=NAMESPACE,
-            log_to_driver=False,
-            logging_level=40,  # logging.ERROR
-            include_dashboard=False,
-        )
-        signal.signal(signal.SIGTERM, ours)  # a driver's own handler would end the process
-    return ray
+    """`ray`, connected as a driver (`ray_driver.connect`: from `/`, no env hooks)."""
+    return ray_driver.connect(choice.address)
 
 
 @contextlib.contextmanager
@@ -394,12 +400,10 @@ def _retire(ray: Any, name: str, handle: Any) -> None:
         time.sleep(POLL_SECONDS)
 
 
-def _actor(
-    ray: Any, name: str, choice: RunnerChoice, *, fresh: bool = False
-) -> tuple[Any, dict[str, Any]]:
-    """The unit's actor on the chosen node, created when there is none (`fresh`: always a new
-    one, any actor under the name retired first), and its `hello` (the node's own word on
-    where it runs: its Ray node id and the directory of its copy)."""
+def _actor(ray: Any, name: str, choice: RunnerChoice, *, fresh: bool = False) -> Any:
+    """The unit's actor: found by name, or created on the choice's resource (no call yet — the
+    turn's `start` is the first, and says whether the actor found sits elsewhere). `fresh`:
+    always a new one, any actor under the name retired first (a bootstrap)."""
     from pair.runners.ray_node import UnitActor
 
     if fresh:
@@ -409,7 +413,7 @@ def _actor(
             pass  # none: the usual case
 
     remote = ray.remote(UnitActor)
-    handle = remote.options(
+    return remote.options(
         name=name,
         namespace=NAMESPACE,
         lifetime="detached",
@@ -419,32 +423,31 @@ def _actor(
         max_restarts=0,
         max_concurrency=8,
     ).remote(name, choice.resource)
-    hello = ray.get(handle.hello.remote(), timeout=60)
-    if hello["resource"] != choice.resource:  # moved deliberately: rebuilt on the new node
-        _retire(ray, name, handle)  # the old node's copy goes with it
-        return _actor(ray, name, choice)
-    return handle, hello
 
 
-def _base_bundle(ray: Any, handle: Any, worktree: Path, base: str | None) -> Any:
-    """What the node lacks of the base commit, as a bundle in the object store (None: nothing)."""
+def _base_bundle(worktree: Path, base: str, holds: Any) -> tuple[bytes, bool]:
+    """The bundle of the base commit the node lacks, without what the commits it holds reach
+    (those this repository has too: the node's list is the node's word, checked here) — and
+    whether it is such a delta. The bundle's one ref is renamed to the node's `BASE_REF`."""
     from pair import git as pair_git
 
-    if base is None or ray.get(handle.has.remote(base), timeout=CALL_SECONDS):
-        return None
+    listed = holds[:HOLDS_LIMIT] if isinstance(holds, list) else []
+    known = pair_git.known_commits(
+        worktree, [sha for sha in listed if isinstance(sha, str) and HEX40.fullmatch(sha)]
+    )
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "base.bundle"
         ref = "refs/unitmgr/base-" + base[:12]
         pair_git.set_ref(worktree, ref, base)
         try:
-            if not pair_git.bundle(worktree, out, ref):
-                return None
+            delta = bool(known) and pair_git.bundle(worktree, out, ref, *known)
+            if not delta and not pair_git.bundle(worktree, out, ref):
+                raise StateError("git-failed", f"the base {base} made an empty bundle")
             data = out.read_bytes()
         finally:
             with contextlib.suppress(StateError):
                 pair_git.run(worktree, "update-ref", "-d", ref)
-    # The node fetches the bundle's one ref under its own name.
-    return ray.put(_renamed(data, ref))
+    return _renamed(data, ref), delta
 
 
 def _renamed(data: bytes, ref: str) -> bytes:
@@ -491,21 +494,36 @@ def drive(
     epoch = marker.seq
     transcript = paths.turn_file(epoch, marker.kind, ".log")
     facts: dict[str, Any] = {"kind": "ray", "node": choice.node, "resource": choice.resource}
+    base = marker.base_commit
     try:
-        ray = _connect(choice)
+        # What needs no cluster first, while `ray` imports (ray_driver.begin, run_remote).
         name = actor_name(paths, session)
-        handle, hello = _actor(ray, name, choice)
-        facts.update(actor=name, node_id=hello.get("node_id"), home=hello.get("home"))
+        spec = _spec(paths, session, marker)
+        attach = marker.remote_partner is not None  # it started once: a re-attach only
+        ray = ray_driver.connect(choice.address)
+        handle = _actor(ray, name, choice)
+        facts["actor"] = name
+        facts["base"] = {"commit": base, "bundle_bytes": 0, "delta": False}
+        # One call when the node's copy holds the base (a warm copy: every turn but a unit's
+        # first, a restaff's, or one after the lead's branch moved underneath the node).
         started = ray.get(
-            handle.start.remote(
-                epoch,
-                token,
-                _spec(paths, session, marker),
-                _base_bundle(ray, handle, Path(session.worktree), marker.base_commit),
-                marker.remote_partner is not None,  # it started once: a re-attach only
-            ),
-            timeout=60,
+            handle.start.remote(epoch, token, spec, None, attach, choice.resource),
+            timeout=START_SECONDS,
         )
+        if "moved" in started:  # found on another resource: a deliberate move, rebuilt there
+            _retire(ray, name, handle)  # the old node's copy goes with it
+            handle = _actor(ray, name, choice)
+            started = ray.get(
+                handle.start.remote(epoch, token, spec, None, attach, choice.resource),
+                timeout=START_SECONDS,
+            )
+        if "need_base" in started and base is not None:
+            data, delta = _base_bundle(Path(session.worktree), base, started.get("holds"))
+            facts["base"] = {"commit": base, "bundle_bytes": len(data), "delta": delta}
+            started = ray.get(
+                handle.start.remote(epoch, token, spec, ray.put(data), attach, choice.resource),
+                timeout=START_SECONDS,
+            )
     except Exception as error:
         return {
             "status": "lost",
@@ -514,12 +532,14 @@ def drive(
         }
     if "lost" in started:
         return _lost(facts, started["lost"], None)
-    if "refused" in started:
+    if "refused" in started or "started" not in started:
+        started.setdefault("refused", f"no start: {sorted(started)}")
         return {
             "status": "failed",
             "reason": f"the node refused: {started['refused']}",
             **_no(facts),
         }
+    facts.update(node_id=started.get("node_id"), home=started.get("home"))  # the node's word
     update_owned_marker(paths, token, runner=facts)
     return _follow(ray, handle, paths, token, epoch, transcript, facts, stop_requested)
 
@@ -570,7 +590,10 @@ def _follow(
                         **_no(facts),
                     }
             try:
-                answer = ray.get(handle.poll.remote(epoch, offset), timeout=CALL_SECONDS)
+                answer = ray.get(
+                    handle.poll.remote(epoch, offset, POLL_LIMIT, POLL_WAIT_SECONDS),
+                    timeout=CALL_SECONDS,
+                )
             except (errors.ActorDiedError, errors.RayActorError) as error:
                 return _lost(facts, f"the unit's actor died: {type(error).__name__}", cancel_sent)
             except Exception as error:
@@ -601,8 +624,6 @@ def _follow(
                 last_beat = now
                 if update_owned_marker(paths, token, runner_heartbeat_at=iso_z()) is None:
                     return {"status": "failed", "reason": "the lease was lost", **_no(facts)}
-            if not data:
-                time.sleep(POLL_SECONDS)
     finally:
         with contextlib.suppress(OSError):
             _write_all(fd, redactor.flush())
@@ -702,6 +723,7 @@ def run_remote(
     if refused := receipts.untrusted(paths, session, marker, supervisor_pid, started_at):
         return refused  # a session rewritten since `send` verified it: the node runs nothing
     choice = verified_choice(paths.state_dir, session.runner)  # refused: nothing contacted
+    ray_driver.begin()  # begun by `supervise` already; nothing is contacted before this line
 
     def stop_requested() -> str | None:
         if not Stop.signalled:

@@ -4,12 +4,13 @@
 copy of the unit's worktree under `$UNITMGR_NODE_ROOT` (default `$XDG_STATE_HOME/unitmgr/nodes`).
 `start` takes the lease epoch (refusing one it has passed, and stopping an older turn it still
 runs; epoch 0 is a new session's bootstrap, started only on a fresh actor), fetches the base
-commit from a git bundle the lead put in the object store, resets the copy to it and runs the
-turn in a thread with the same turn code the local supervisor runs (`pair.turn.run_turn`:
-budgets, hang kill, redaction). `poll` hands back the transcript from a
-byte offset and, once the turn is over, its result: the outcome, a bundle of the commits it made
-on top of the base, and the paths it left uncommitted. Nothing here depends on the lead's
-process: a lead supervisor that dies and comes back finds the turn by its epoch.
+commit from a git bundle the lead put in the object store when the copy lacks it (the copy is
+kept between turns: a warm one needs none, and a bundle carries only what the copy's refs do not
+reach), resets the copy to it and runs the turn in a thread with the same turn code the local
+supervisor runs (`pair.turn.run_turn`: budgets, hang kill, redaction). `poll` hands back the
+transcript from a byte offset and, once the turn is over, its result: the outcome, a bundle of
+the commits it made on top of the base, and the paths it left uncommitted. Nothing here depends
+on the lead's process: a lead supervisor that dies and comes back finds the turn by its epoch.
 
 The watchdog (`python -m pair.runners.ray_node watchdog ...`) runs in its own session beside
 each turn: when the actor's process is gone (its worker or its raylet killed) it kills every
@@ -22,9 +23,10 @@ whose end of file — the actor gone — wakes it at once.
 `ray` is imported here only by the lead's `pair.runners.ray`, which wraps `UnitActor` as a
 remote class; this module imports no `ray` itself, so the watchdog starts fast.
 
-Over ~400 lines because the actor's turn and its watchdog are one protocol — the watchdog's
-arguments, its pipe and its `done` file are written by the one and read by the other — which
-two files would split.
+Over 400 lines because the node's side is one actor's state — the epoch, the copy and its base,
+the running turn, its polls, cancel and retirement — and its watchdog is one protocol with the
+turn (the watchdog's arguments, its pipe and its `done` file are written by the one and read by
+the other) that must live in this Ray-free module to start fast beside each turn.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
 
 WATCHDOG_POLL_SECONDS = 0.5
 WATCHDOG_START_SECONDS = 30.0  # its launcher's interpreter start, on a node under load
+POLL_WAIT_SECONDS = 1.0  # the longest a poll holds its answer back for news
+POLL_STEP_SECONDS = 0.01
 BRANCH = "unitmgr-node"
 BASE_REF = "refs/unitmgr/base"
 OUT_REF = "refs/unitmgr/out"
@@ -246,16 +250,18 @@ class UnitActor:
         directory of its copy (under the node's own `UNITMGR_NODE_ROOT`)."""
         import socket
 
-        import ray  # in a Ray worker: already imported (the watchdog never gets here)
-
         return {
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "node_id": ray.get_runtime_context().get_node_id(),
             "resource": self.resource,
             "epoch": self.epoch,
-            "home": str(self.home),
+            **self._where(),
         }
+
+    def _where(self) -> dict[str, Any]:
+        import ray  # in a Ray worker: already imported (the watchdog never gets here)
+
+        return {"node_id": ray.get_runtime_context().get_node_id(), "home": str(self.home)}
 
     def has(self, sha: str) -> bool:
         """Whether the node's copy already holds commit `sha` (then no bundle is needed)."""
@@ -264,6 +270,14 @@ class UnitActor:
         clone = self.home / "worktree"
         return (clone / ".git").is_dir() and pair_git.rev(clone, sha) == sha
 
+    def holds(self, limit: int = 64) -> list[str]:
+        """The commits the node's copy's branches and `refs/unitmgr/*` point at (a delta
+        bundle's basis: what the lead need not send)."""
+        from pair import git as pair_git
+
+        clone = self.home / "worktree"
+        return pair_git.ref_commits(clone, limit) if (clone / ".git").is_dir() else []
+
     def start(
         self,
         epoch: int,
@@ -271,19 +285,29 @@ class UnitActor:
         spec: dict[str, Any],
         base_bundle: bytes | None,
         attach: bool = False,
+        resource: str | None = None,
     ) -> dict[str, Any]:
         """Start turn `epoch` (idempotent for the same epoch and token: a re-attaching lead,
-        `attach`, only finds it — a turn this actor never ran is not started late)."""
+        `attach`, only finds it — a turn this actor never ran is not started late).
+
+        `{moved}` when this actor sits on another resource than `resource` (the lead rebuilds
+        it); `{need_base, holds}` — nothing started, the epoch not taken — when the copy lacks
+        the base commit and no bundle came: the lead sends one without what `holds` reach."""
+        if resource is not None and resource != self.resource:
+            return {"moved": self.resource}
         with self.lock:
             if self.turn is not None and self.turn.epoch == epoch:
                 if self.turn.token != token:
                     return {"refused": f"epoch {epoch} runs under another token"}
-                return {"started": True, "again": True}
+                return {"started": True, "again": True, **self._where()}
             if attach:
                 return {"lost": f"this node's actor never ran epoch {epoch} (at {self.epoch})"}
             fresh = epoch == 0 and self.turn is None  # a new session's bootstrap, on a new actor
             if epoch <= self.epoch and not fresh:
                 return {"refused": f"epoch {epoch} is stale: this node is at epoch {self.epoch}"}
+            base = spec.get("base_commit")
+            if base and not base_bundle and not self.has(base):
+                return {"need_base": True, "holds": self.holds()}
             if self.turn is not None and self.turn.thread.is_alive():
                 self._stop(self.turn, "a newer epoch started")
             self.epoch = epoch
@@ -291,7 +315,7 @@ class UnitActor:
             self._prepare(turn, base_bundle)
             self.turn = turn
             turn.thread.start()
-            return {"started": True, "again": False}
+            return {"started": True, "again": False, **self._where()}
 
     def _prepare(self, turn: NodeTurn, base_bundle: bytes | None) -> None:
         from pair import git as pair_git
@@ -311,12 +335,26 @@ class UnitActor:
             # The lead's branch is the truth: what a lost turn left here unbundled is gone.
             pair_git.reset_to(clone, base, BRANCH)
 
-    def poll(self, epoch: int, offset: int, limit: int = 1024 * 1024) -> dict[str, Any]:
+    def poll(
+        self, epoch: int, offset: int, limit: int = 1024 * 1024, wait: float = 0.0
+    ) -> dict[str, Any]:
+        """The transcript from `offset`, the partner, and once the turn is over its result —
+        answered as soon as there is news (bytes, the partner, the end), else after `wait`
+        seconds (at most `POLL_WAIT_SECONDS`): the lead learns of an end at once, not a poll
+        interval later."""
         turn = self.turn
         if turn is None or turn.epoch != epoch:
             return {"epoch": self.epoch, "unknown": True}
-        done = not turn.thread.is_alive() and turn.result is not None
-        data = turn.chunk(offset, limit)
+        import time
+
+        deadline = time.monotonic() + min(max(wait, 0.0), POLL_WAIT_SECONDS)
+        partner = turn.partner
+        while True:
+            done = not turn.thread.is_alive() and turn.result is not None
+            data = turn.chunk(offset, limit)
+            if data or done or turn.partner is not partner or time.monotonic() >= deadline:
+                break
+            turn.thread.join(POLL_STEP_SECONDS)  # returns at once when the turn ends
         answer: dict[str, Any] = {"epoch": epoch, "data": data, "partner": turn.partner}
         if done and len(data) < limit:
             answer["result"] = turn.result
@@ -370,9 +408,13 @@ def watchdog(actor_pid: int, actor_created: float, token: str, done: Path) -> in
     """Kill the turn's processes once the actor's process is gone; exit once `done` exists.
 
     It runs as a grandchild of the actor's worker, reparented away from it: Ray kills a dying
-    worker's direct children, which would take the watchdog with it (measured). Its stdin is
-    the actor's pipe: the partner's process group arrives as a line, and end of file without
-    `done` means the actor is gone (checked again by pid, at least every poll)."""
+    worker's direct children, which would take the watchdog with it (measured). So it forks
+    first, before its imports: the launcher's exit is what the actor waits for. Its stdin is the
+    actor's pipe: the partner's process group arrives as a line, and end of file without `done`
+    means the actor is gone (checked again by pid, at least every poll)."""
+    if os.fork():
+        os._exit(0)  # the launcher: its child is nobody's child but init's (or a subreaper's)
+    os.setsid()
     import select
 
     import psutil
@@ -380,9 +422,6 @@ def watchdog(actor_pid: int, actor_created: float, token: str, done: Path) -> in
     from pair.proof import TURN_TOKEN_VARIABLE
     from registry.processes import reap_processes_marked
 
-    if os.fork():
-        os._exit(0)  # the launcher: its child is nobody's child but init's (or a subreaper's)
-    os.setsid()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     pgid: int | None = None
