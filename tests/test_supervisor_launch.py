@@ -46,10 +46,12 @@ IN_A_FRESH_PROCESS = "UNITMGR_TEST_SUPERVISOR_LAUNCH_FRESH"
 def test_the_supervisor_is_forked_only_from_a_single_threaded_caller(
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if threading.active_count() > 1 and not os.environ.get(IN_A_FRESH_PROCESS):
+    forkable = threading.active_count() == 1 and "ray._raylet" not in sys.modules
+    if not forkable and not os.environ.get(IN_A_FRESH_PROCESS):
         # An earlier test in this worker left a thread running (pytest-httpserver's server lives
-        # for the whole session), and a caller with threads rightly gets the exec'd supervisor:
-        # prove the forked one from a process that has only its own thread.
+        # for the whole session) or loaded Ray (a Ray runner's test), and such a caller rightly
+        # gets the exec'd supervisor (pair/launch.py): prove the forked one from a process that
+        # has only its own thread and no Ray.
         here = f"{Path(__file__).resolve()}::{sys._getframe().f_code.co_name}"
         completed = subprocess.run(
             # Its own basetemp: a default one would clean up the oldest sessions' temp dirs

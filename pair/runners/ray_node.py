@@ -259,9 +259,13 @@ class UnitActor:
         }
 
     def _where(self) -> dict[str, Any]:
-        import ray  # in a Ray worker: already imported (the watchdog never gets here)
-
-        return {"node_id": ray.get_runtime_context().get_node_id(), "home": str(self.home)}
+        """The Ray node id (in a Ray worker; None for the class used without Ray, which must
+        not auto-start a cluster) and the copy's directory."""
+        ray = sys.modules.get("ray")  # in a Ray worker: imported (the watchdog never gets here)
+        node_id = None
+        if ray is not None and ray.is_initialized():
+            node_id = ray.get_runtime_context().get_node_id()
+        return {"node_id": node_id, "home": str(self.home)}
 
     def has(self, sha: str) -> bool:
         """Whether the node's copy already holds commit `sha` (then no bundle is needed)."""
