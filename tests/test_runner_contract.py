@@ -710,8 +710,16 @@ def test_a_bootstrap_on_ray_runs_on_the_node_and_names_its_partner_first(
     cluster: ray_cluster.RayCluster = request.getfixturevalue("cluster")
     seconds = str(random.randint(4900, 5699))  # a command line no other test has
     node_log = sandbox.root / "node-partner.jsonl"
+    # The node's partner waits, once it has replied, for the gate `partner_started` opens: a
+    # partner on another machine is named after a poll, and a fake that exits at once could
+    # be gone by then (the local case names a child it has just spawned).
+    exit_gate = sandbox.root / "exit-gate"
     script = node_fake_claude(
-        cluster, FAKE_SCENARIO="orphan", FAKE_ORPHAN_SECONDS=seconds, FAKE_LOG=str(node_log)
+        cluster,
+        FAKE_SCENARIO="orphan",
+        FAKE_ORPHAN_SECONDS=seconds,
+        FAKE_LOG=str(node_log),
+        FAKE_EXIT_GATE=str(exit_gate),
     )
     state_dir = state_dir_for(sandbox.repo / ".git")
     runner = RayRunner(state_dir, RunnerChoice("ray", ray_cluster.NODE, cluster.address))
@@ -737,6 +745,7 @@ def test_a_bootstrap_on_ray_runs_on_the_node_and_names_its_partner_first(
 
     def partner_started(identity: Any) -> None:
         named.append((identity.pid, _alive(identity.pid), runner.probe(0)))
+        exit_gate.write_text("named\n")
 
     turn = BootstrapTurn(
         lease=lease, request=turn_request, idle_seconds=60, total_seconds=120, partner_home=None

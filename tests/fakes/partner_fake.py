@@ -220,6 +220,10 @@ def claude(argv: list[str], scenario: str) -> int:
     if sid:
         result["session_id"] = sid
     emit(result)
+    exit_gate = os.environ.get("FAKE_EXIT_GATE")  # a test that must see it alive opens it
+    deadline = time.monotonic() + 60
+    while exit_gate and not Path(exit_gate).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
     return 0
 
 
