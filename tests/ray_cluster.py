@@ -165,3 +165,13 @@ def stop(handle: RayCluster) -> None:
     with _environment(handle.environment):
         handle.cluster.shutdown()
     shutil.rmtree(handle.root, ignore_errors=True)
+
+
+def point_units_at(cluster: RayCluster, sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a lead does once before `unit create --runner ray`: the cluster's environment in
+    this test, and its address in the machine's config, approved (`unit config --approve`)."""
+    for name, value in cluster.environment.items():
+        monkeypatch.setenv(name, value)
+    sandbox.machine_config.write_text(f'[ray]\naddress = "{cluster.address}"\n')
+    approved = sandbox.unit("config", "--approve")
+    assert approved.code == 0, approved.stdout + approved.stderr

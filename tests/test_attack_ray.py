@@ -35,10 +35,7 @@ def _ok(result: Any) -> dict[str, Any]:
 def test_a_token_the_executor_writes_into_the_nodes_transcript_is_redacted_on_the_lead(
     sandbox: Sandbox, cluster: ray_cluster.RayCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in cluster.environment.items():
-        monkeypatch.setenv(name, value)
-    sandbox.machine_config.write_text(f'[ray]\naddress = "{cluster.address}"\n')
-    _ok(sandbox.unit("config", "--approve"))
+    ray_cluster.point_units_at(cluster, sandbox, monkeypatch)
     _ok(sandbox.create("u1", "--runner", "ray", "--node", ray_cluster.NODE, model=MODEL))
     receipt = sandbox.wait_turn("u1")
     assert receipt["status"] == "replied", receipt

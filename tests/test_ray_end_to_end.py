@@ -65,10 +65,7 @@ def _actor_alive(handle: ray_cluster.RayCluster, name: str) -> bool:
 def test_a_unit_on_the_second_node_end_to_end(
     sandbox: Sandbox, cluster: ray_cluster.RayCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in cluster.environment.items():
-        monkeypatch.setenv(name, value)
-    sandbox.machine_config.write_text(f'[ray]\naddress = "{cluster.address}"\n')
-    _ok(sandbox.unit("config", "--approve"))
+    ray_cluster.point_units_at(cluster, sandbox, monkeypatch)
 
     model = COMMIT.format(text="from-the-node", name="NODE.md")
     _ok(sandbox.create("u1", "--runner", "ray", "--node", ray_cluster.NODE, model=model))
@@ -123,10 +120,7 @@ def test_a_unit_moved_from_one_node_to_the_other(
 ) -> None:
     import ray
 
-    for name, value in cluster.environment.items():
-        monkeypatch.setenv(name, value)
-    sandbox.machine_config.write_text(f'[ray]\naddress = "{cluster.address}"\n')
-    _ok(sandbox.unit("config", "--approve"))
+    ray_cluster.point_units_at(cluster, sandbox, monkeypatch)
     first, second = ray_cluster.HEAD, ray_cluster.NODE
 
     model = COMMIT.format(text="from-n1", name="N1.md")
@@ -189,10 +183,7 @@ def test_a_units_bootstrap_runs_on_its_node_and_again_on_the_node_it_moves_to(
     claude only answers the preflight (`--version`, `--help`): it never runs a turn."""
     from tests.test_runner_contract import node_fake_claude
 
-    for name, value in cluster.environment.items():
-        monkeypatch.setenv(name, value)
-    sandbox.machine_config.write_text(f'[ray]\naddress = "{cluster.address}"\n')
-    _ok(sandbox.unit("config", "--approve"))
+    ray_cluster.point_units_at(cluster, sandbox, monkeypatch)
     node_log = sandbox.root / "node-partner.jsonl"
     staffing = {"partner": "claude", "model": None, "effort": "high"}
     with cluster.install_cli("claude", node_fake_claude(cluster, FAKE_LOG=str(node_log))):
