@@ -77,7 +77,7 @@ class Harness:
         os.killpg(running["partner_pid"], signal.SIGKILL)
 
 
-RAY = pytest.param("ray", marks=pytest.mark.slow)
+RAY = pytest.param("ray", marks=[pytest.mark.slow, pytest.mark.ray_cluster])
 RUNNERS = ["local", RAY]
 
 
@@ -340,7 +340,10 @@ def test_commands_reach_a_turn_only_through_the_runner() -> None:
 
 @pytest.fixture
 def on_ray(
-    request: pytest.FixtureRequest, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest,
+    sandbox: Sandbox,
+    monkeypatch: pytest.MonkeyPatch,
+    cluster: ray_cluster.RayCluster,  # named: it puts the test in the Ray group (conftest)
 ) -> Harness:
     """A script pair whose turns run on the second node."""
     from pair.runners import runner_for
@@ -689,6 +692,7 @@ def node_fake_claude(cluster: ray_cluster.RayCluster, **environment: str) -> str
 
 
 @pytest.mark.slow
+@pytest.mark.ray_cluster
 def test_a_bootstrap_on_ray_runs_on_the_node_and_names_its_partner_first(
     sandbox: Sandbox,
     fake_partners: Any,

@@ -72,8 +72,21 @@ START_SECONDS = 60.0  # the first call: it waits for a new actor's placement
 HOLDS_LIMIT = 64  # commits of the node's copy a delta bundle may leave out
 HEX40 = re.compile(r"[0-9a-f]{40}")
 LOST_SECONDS = 12.0  # no answer from the actor for this long: the node is lost
-CANCEL_SECONDS = 25.0
+CANCEL_SECONDS = 25.0  # the node's cancel: its TERM, grace and KILL, confirmed (`cancel_seconds`)
 HANDSHAKE_SECONDS = 90.0  # connect, place (or create) the actor, fetch the base, start
+
+
+def cancel_seconds() -> float:
+    """How long the lead's supervisor waits for the node to confirm a cancelled turn dead.
+    `CANCEL_SECONDS`; SPEC 8's test hooks (`UNITMGR_TEST_HOOKS=1`) may shorten it with
+    `UNITMGR_TEST_RAY_CANCEL_SECONDS`, so a test of a node that never answers need not wait it out.
+    The lead's own environment: nothing an executor writes reaches it."""
+    if os.environ.get("UNITMGR_TEST_HOOKS") == "1":
+        try:
+            return min(CANCEL_SECONDS, float(os.environ.get("UNITMGR_TEST_RAY_CANCEL_SECONDS", "")))
+        except ValueError:
+            pass
+    return CANCEL_SECONDS
 
 
 def require_ray() -> None:
@@ -319,7 +332,7 @@ class RayRunner(LocalRunner):
                         "watchdog stops a turn it leaves; unconfirmed)",
                     )
                 try:
-                    answer = ray.get(handle.stop.remote(epoch), timeout=CANCEL_SECONDS)
+                    answer = ray.get(handle.stop.remote(epoch), timeout=cancel_seconds())
                 except Exception as error:
                     return _unknown(
                         name, f"the unit's actor did not answer: {type(error).__name__}"
@@ -580,7 +593,7 @@ def _follow(
             if reason and cancel_sent is None:
                 cancel_sent = reason
                 try:
-                    answer = ray.get(handle.cancel.remote(epoch, reason), timeout=CANCEL_SECONDS)
+                    answer = ray.get(handle.cancel.remote(epoch, reason), timeout=cancel_seconds())
                 except Exception:
                     answer = {"dead": False}
                 if not answer.get("dead"):
