@@ -8,6 +8,7 @@ lands it; a poll answers as soon as there is news — bytes, then the result —
 
 from __future__ import annotations
 
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,10 @@ import pytest
 
 from pair.runners.ray_node import UnitActor
 from tests.conftest import Sandbox, git
+
+# Turn tokens no other test has: a turn's processes are found (and reaped) by their token, and
+# this file's tests run beside each other in other workers.
+TOKENS = {n: f"t{n}-{secrets.token_hex(8)}" for n in (1, 2, 3)}
 
 
 def _spec(base: str, script: str) -> dict[str, Any]:
@@ -57,18 +62,18 @@ def test_a_cold_copy_asks_for_the_base_and_a_delta_refreshes_a_warm_one(
     repo = sandbox.repo
     first = git(repo, "rev-parse", "HEAD").strip()
     actor = UnitActor("unitmgr/r/u1", "unitmgr-executor")
-    assert actor.start(1, "t1", _spec(first, "cat >/dev/null; echo one"), None, False, "other") == {
-        "moved": "unitmgr-executor"
-    }
-    asked = actor.start(1, "t1", _spec(first, "cat >/dev/null; echo one"), None)
+    assert actor.start(
+        1, TOKENS[1], _spec(first, "cat >/dev/null; echo one"), None, False, "other"
+    ) == {"moved": "unitmgr-executor"}
+    asked = actor.start(1, TOKENS[1], _spec(first, "cat >/dev/null; echo one"), None)
     assert asked == {"need_base": True, "holds": []}
     assert actor.epoch == 0  # nothing taken: the same epoch starts once the base came
     whole = _bundle(repo, sandbox.root / "whole.bundle", first)
-    assert actor.start(1, "t1", _spec(first, "cat >/dev/null; echo one"), whole)["started"]
+    assert actor.start(1, TOKENS[1], _spec(first, "cat >/dev/null; echo one"), whole)["started"]
     assert _result(actor, 1)["result"]["reply"] == "one"
 
     # Warm: the copy holds the base, so no bundle is asked for.
-    assert actor.start(2, "t2", _spec(first, "cat >/dev/null; echo two"), None)["started"]
+    assert actor.start(2, TOKENS[2], _spec(first, "cat >/dev/null; echo two"), None)["started"]
     assert _result(actor, 2)["result"]["reply"] == "two"
 
     # The lead's branch moved: the copy names what it holds; a bundle without it is enough.
@@ -76,11 +81,11 @@ def test_a_cold_copy_asks_for_the_base_and_a_delta_refreshes_a_warm_one(
     git(repo, "add", "mate.txt")
     git(repo, "-c", "user.name=m", "-c", "user.email=m@x", "commit", "-qm", "mate")
     moved = git(repo, "rev-parse", "HEAD").strip()
-    asked = actor.start(3, "t3", _spec(moved, "cat >/dev/null; cat mate.txt"), None)
+    asked = actor.start(3, TOKENS[3], _spec(moved, "cat >/dev/null; cat mate.txt"), None)
     assert asked["need_base"] and first in asked["holds"], asked
     delta = _bundle(repo, sandbox.root / "delta.bundle", moved, *asked["holds"])
     assert len(delta) < len(_bundle(repo, sandbox.root / "again.bundle", moved))
-    assert actor.start(3, "t3", _spec(moved, "cat >/dev/null; cat mate.txt"), delta)["started"]
+    assert actor.start(3, TOKENS[3], _spec(moved, "cat >/dev/null; cat mate.txt"), delta)["started"]
     assert _result(actor, 3)["result"]["reply"] == "teammate"
 
 
@@ -93,7 +98,7 @@ def test_a_poll_answers_with_news_at_once_and_waits_only_without(
     actor = UnitActor("unitmgr/r/u2", "unitmgr-executor")
     script = f"cat >/dev/null; echo early; while [ ! -f {gate} ]; do sleep 0.02; done; echo late"
     bundle = _bundle(sandbox.repo, sandbox.root / "b.bundle", base)
-    assert actor.start(1, "t1", _spec(base, script), bundle)["started"]
+    assert actor.start(1, TOKENS[1], _spec(base, script), bundle)["started"]
     deadline = time.monotonic() + 30
     while b"early" not in (seen := actor.poll(1, 0, wait=1.0)["data"]):
         assert time.monotonic() < deadline
@@ -107,7 +112,7 @@ def test_a_poll_answers_with_news_at_once_and_waits_only_without(
     while "result" not in ended:  # the bytes first, then the end
         offset += len(ended["data"])
         ended = actor.poll(1, offset, wait=1.0)
-    assert ended["result"]["reply"] == "early\nlate"
+    assert ended["result"]["reply"] == "early\nlate", ended
     began = time.monotonic()
     again = actor.poll(1, offset, wait=1.0)  # the turn is over: that is news, answered at once
     assert "result" in again and time.monotonic() - began < 0.5
