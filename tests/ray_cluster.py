@@ -21,6 +21,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,7 +165,29 @@ def start() -> RayCluster:
 def stop(handle: RayCluster) -> None:
     with _environment(handle.environment):
         handle.cluster.shutdown()
+    left = _kill_processes_below(handle.root)
     shutil.rmtree(handle.root, ignore_errors=True)
+    if left:  # a node turn that outlived its test (and its watchdog): say so, never leave it
+        warnings.warn(f"killed {len(left)} process(es) left on the nodes: {left}", stacklevel=2)
+
+
+def _kill_processes_below(root: Path) -> list[str]:
+    """Kill every process working in `root` (a node's copy of a worktree): a turn the cluster's
+    shutdown did not take with it would otherwise run on after the suite (a gate loop left by
+    an old bug loaded this machine for hours)."""
+    import psutil
+
+    prefix = os.path.realpath(root) + os.sep
+    killed = []
+    for process in psutil.process_iter(["pid", "cwd", "cmdline"]):
+        try:
+            cwd = process.info["cwd"]
+            if process.pid != os.getpid() and cwd and os.path.realpath(cwd).startswith(prefix):
+                killed.append(" ".join(process.info["cmdline"] or [])[:80])
+                process.kill()
+        except (psutil.Error, OSError):
+            continue
+    return killed
 
 
 def point_units_at(cluster: RayCluster, sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> None:
