@@ -139,10 +139,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # last made the run's tail one 15-35 s test on one worker while the other sat idle.
     long_first(items)
     # Every test on the two-node Ray cluster runs in one worker (`--dist loadgroup`, pyproject):
-    # one cluster (8 s and 0.9 GB to start) for the run, not one per worker.
-    for item in items:
-        if on_the_ray_cluster(item):
-            item.add_marker(pytest.mark.xdist_group("ray"))
+    # one cluster (8 s and 0.9 GB to start) for the run, not one per worker. xdist 3.8 groups
+    # by an `@group` suffix on the test's id, which it writes to `_nodeid` — an attribute
+    # pytest 9 no longer reads (its id is `_id`) — so the suffix is put where pytest reads it.
+    if getattr(config.option, "loadgroup", False):  # set in xdist workers
+        from _pytest.nodeid import coerce_node_id
+
+        for item in items:
+            if on_the_ray_cluster(item) and not item.nodeid.endswith(RAY_GROUP):
+                item._id = coerce_node_id(item.nodeid + RAY_GROUP)  # type: ignore[attr-defined]
+
+
+RAY_GROUP = "@ray"
 
 
 @pytest.fixture(autouse=True)
