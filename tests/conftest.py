@@ -133,24 +133,32 @@ def long_first(items: list[Any]) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Every xdist worker sorts the same way, and `-n 2` (`--dist load`) hands tests out in this
+    # Every xdist worker sorts the same way, and `-n 2` (`--dist loadgroup`) hands tests out in this
     # order: the long ones (a real-CLI turn takes 10-35 s) start at once, one worker each, and
     # the end of the run is many short tests that the two workers share evenly. Long tests
     # last made the run's tail one 15-35 s test on one worker while the other sat idle.
     long_first(items)
-    # Every test on the two-node Ray cluster runs in one worker (`--dist loadgroup`, pyproject):
-    # one cluster (8 s and 0.9 GB to start) for the run, not one per worker. xdist 3.8 groups
-    # by an `@group` suffix on the test's id, which it writes to `_nodeid` — an attribute
-    # pytest 9 no longer reads (its id is `_id`) — so the suffix is put where pytest reads it.
+    # Two long queues, each on one worker (`--dist loadgroup`, pyproject; xdist hands the
+    # biggest group out first): every test on the two-node Ray cluster — one cluster (8 s and
+    # 0.9 GB to start) for the run, not one per worker — and the real-CLI tier, so the two
+    # latency-bound queues (a real CLI's start-up and hang budgets, a Ray turn's imports) run
+    # beside each other and beside short tests, not both workers' real turns at once.
+    # xdist 3.8 groups by an `@group` suffix on the test's id, which it writes to `_nodeid` —
+    # an attribute pytest 9 no longer reads (its id is `_id`) — so the suffix goes where
+    # pytest reads it.
     if getattr(config.option, "loadgroup", False):  # set in xdist workers
         from _pytest.nodeid import coerce_node_id
 
         for item in items:
-            if on_the_ray_cluster(item) and not item.nodeid.endswith(RAY_GROUP):
-                item._id = coerce_node_id(item.nodeid + RAY_GROUP)  # type: ignore[attr-defined]
+            group = _group_of(item)
+            if group and "@" not in item.nodeid:
+                item._id = coerce_node_id(f"{item.nodeid}@{group}")  # type: ignore[attr-defined]
 
 
-RAY_GROUP = "@ray"
+def _group_of(item: Any) -> str | None:
+    if on_the_ray_cluster(item):
+        return "ray"
+    return "real" if item.get_closest_marker("real") is not None else None
 
 
 @pytest.fixture(autouse=True)
