@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Sandbox, git, write_record
+
 ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = """
@@ -214,3 +216,76 @@ def test_no_unit_command_module_imports_typer_or_dataclasses() -> None:
     )
     found = json.loads(completed.stdout)
     assert {module: names for module, names in found.items() if names} == {}, found
+
+
+NO_POOL_MODULES = ("concurrent.futures", "logging", "traceback", "rich", "typer")
+
+
+@pytest.mark.parametrize("argv", [["status", "--all"], ["scope", "--unit", "u1"]])
+def test_the_views_run_git_side_by_side_without_concurrent_futures(
+    sandbox: Sandbox, argv: list[str]
+) -> None:
+    """`status --all` and `scope` run their git calls in registry/threads.py's pool:
+    `concurrent.futures` would import `logging` (with `traceback`, `textwrap`, `tokenize`)."""
+    worktree = sandbox.root / "worktrees" / "u1"
+    git(sandbox.repo, "worktree", "add", "-q", "-b", "feat/u1", str(worktree))
+    (worktree / "new.txt").write_text("dirty\n")
+    write_record(sandbox, "u1")
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LIGHT_PROBE,
+            "unit",
+            json.dumps([*argv, "--repo", str(sandbox.repo)]),
+            json.dumps(NO_POOL_MODULES),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    heavy, lean = completed.stdout.splitlines()
+    assert json.loads(heavy) == [] and json.loads(lean) == [], (argv, completed.stdout)
+
+
+def test_the_pool_answers_as_concurrent_futures_did() -> None:
+    """registry/threads.py: answers in submission order, the task's own exception raised again
+    by `result()`, `first_done` as FIRST_COMPLETED, `shutdown(cancel_pending=True)` dropping
+    what had not started and waiting for what had."""
+    import threading
+    import time
+
+    from registry.threads import Cancelled, Pool
+
+    started = time.monotonic()
+    with Pool(4) as pool:
+        slow = [pool.submit(lambda n: (time.sleep(0.1), n)[1], n) for n in range(4)]
+        assert [task.result() for task in slow] == [0, 1, 2, 3]
+        assert time.monotonic() - started < 0.35  # side by side, not one after another
+        assert pool.map(lambda n: n * n, range(5)) == [0, 1, 4, 9, 16]
+        error = KeyError("mine")
+
+        def fail() -> None:
+            raise error
+
+        with pytest.raises(KeyError) as raised:
+            pool.submit(fail).result()
+        assert raised.value is error
+        assert pool.submit(dict, a=1).result() == {"a": 1}
+        gate = threading.Event()
+        waiting = {pool.submit(gate.wait, 5), pool.submit(time.sleep, 0.01)}
+        done, pending = pool.first_done(waiting)
+        assert len(done) == 1 and len(pending) == 1
+        gate.set()
+    one = Pool(1)
+    began = threading.Event()
+    running = one.submit(lambda: (began.set(), time.sleep(0.1))[0])
+    queued = one.submit(time.sleep, 0.1)
+    assert began.wait(5)
+    one.shutdown(cancel_pending=True)
+    assert running.done() and running.result() is None
+    with pytest.raises(Cancelled):
+        queued.result()
+    with pytest.raises(RuntimeError):
+        one.submit(time.sleep, 0)
