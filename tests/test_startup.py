@@ -88,10 +88,11 @@ if program == "unit":
     from unitmgr.entry import main
 else:
     from pair.entry import main
-with contextlib.redirect_stdout(io.StringIO()):
+with contextlib.redirect_stdout(io.StringIO()) as document:
     main(argv)
 print(json.dumps(sorted(m for m in ("typer", "rich", "github", "git") if m in sys.modules)))
 print(json.dumps(sorted(m for m in json.loads(sys.argv[3]) if m in sys.modules)))
+print(json.dumps(document.getvalue()))
 """
 # What no command line below loads either (SPEC 7 revision 3: together most of the 5x budget):
 # `dataclasses` with `inspect` (registry/light_dataclass.py builds the classes), `typing` (only
@@ -135,7 +136,7 @@ def test_every_command_starts_without_typer(tmp_path: Path, program: str, argv: 
         cwd=ROOT,
         check=True,
     )
-    heavy, lean = completed.stdout.splitlines()
+    heavy, lean, _ = completed.stdout.splitlines()
     assert json.loads(heavy) == [], (program, argv)
     assert json.loads(lean) == [], (program, argv)
 
@@ -245,7 +246,7 @@ def test_the_views_run_git_side_by_side_without_concurrent_futures(
         cwd=ROOT,
         check=True,
     )
-    heavy, lean = completed.stdout.splitlines()
+    heavy, lean, _ = completed.stdout.splitlines()
     assert json.loads(heavy) == [] and json.loads(lean) == [], (argv, completed.stdout)
 
 
@@ -289,3 +290,38 @@ def test_the_pool_answers_as_concurrent_futures_did() -> None:
         queued.result()
     with pytest.raises(RuntimeError):
         one.submit(time.sleep, 0)
+
+
+def test_verify_streams_its_validation_without_psutil(sandbox: Sandbox) -> None:
+    """`unit verify` journals its validation's identity with the start time read from /proc
+    (psutil's import is a third of the command's start-up), the very time psutil gives."""
+    import psutil
+
+    from registry.processes import _create_time_or_now
+
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        assert abs(_create_time_or_now(child.pid) - psutil.Process(child.pid).create_time()) < 0.01
+    finally:
+        child.kill()
+        child.wait()
+    commit = "cat > /dev/null; echo hi > GREETING.md; git add -A; git commit -qm g; echo ok"
+    assert sandbox.create("u1", validation="true", model=commit).code == 0
+    sandbox.wait_turn("u1")
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LIGHT_PROBE,
+            "unit",
+            json.dumps(["verify", "--unit", "u1", "--repo", str(sandbox.repo)]),
+            json.dumps(["psutil", *NO_POOL_MODULES]),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    heavy, lean, document = completed.stdout.splitlines()
+    assert json.loads(heavy) == [] and json.loads(lean) == [], completed.stdout
+    assert json.loads(json.loads(document))["ok"] is True, document

@@ -801,6 +801,31 @@ def changed_files(
     return [name for name in result.stdout.split("\0") if name]
 
 
+def head_and_tracked(worktree: Path) -> tuple[str | None, str]:
+    """HEAD's commit (None: unborn) and the tracked changes, the two facts a drift check
+    compares, from one `git status --porcelain=v2 --branch --untracked-files=no` (SPEC 7: not a
+    `rev-parse` beside it). The changes are v2's entries: compare them only with this
+    function's. When git fails, the answer of the two calls it replaces: None when `rev-parse
+    --verify HEAD` fails too, else the status's `GitError` (never "unchanged")."""
+    arguments = [
+        "status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind", "--untracked-files=no",
+    ]  # fmt: skip
+    result = run_git(arguments, cwd=worktree, step="status", optional_locks=False, check=False)
+    if result.returncode != 0:
+        if head_commit(worktree) is None:
+            return None, ""
+        run_git(arguments, cwd=worktree, step="status", optional_locks=False)  # raises
+    head: str | None = None
+    entries = []
+    for entry in result.stdout.split("\0"):
+        if entry.startswith("# branch.oid "):
+            oid = entry[len("# branch.oid ") :]
+            head = oid if oid != "(initial)" else None
+        elif entry and not entry.startswith("# "):
+            entries.append(entry)
+    return head, "\0".join(entries)
+
+
 def tracked_status(worktree: Path) -> str:
     """Tracked changes only (`status --porcelain --untracked-files=no`), for drift checks."""
     result = run_git(
