@@ -325,3 +325,42 @@ def test_verify_streams_its_validation_without_psutil(sandbox: Sandbox) -> None:
     heavy, lean, document = completed.stdout.splitlines()
     assert json.loads(heavy) == [] and json.loads(lean) == [], completed.stdout
     assert json.loads(json.loads(document))["ok"] is True, document
+
+
+def test_has_remote_answers_as_git_remote_from_the_shared_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`unit create` asked `git remote` twice (a process each): the config listing every git
+    call shares answers it, and `git remote` runs only where git's own rules decide (a legacy
+    `remotes/` file, an `insteadOf`)."""
+    from pair import gitconfig
+    from unitmgr import git as unit_git
+
+    repo = tmp_path / "r"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    ran: list[list[str]] = []
+    real = unit_git.run_git
+
+    def counting(args: list[str], **options: object) -> object:
+        ran.append(list(args))
+        return real(args, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(unit_git, "run_git", counting)
+
+    def both(name: str = "origin") -> tuple[bool, bool]:
+        gitconfig.LISTINGS._entries.clear()
+        listed = subprocess.run(
+            ["git", "remote"], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout.split()
+        return unit_git.has_remote(repo, name), name in listed
+
+    assert both() == (False, False)
+    subprocess.run(["git", "-C", str(repo), "config", "remote.origin.prune", "true"], check=True)
+    assert both() == (True, True)  # any remote.origin.* key: what `git remote` lists
+    assert both("Origin") == (False, False) and both("origin.x") == (False, False)
+    subprocess.run(["git", "-C", str(repo), "config", "remote.origin.url", "/x"], check=True)
+    assert both() == (True, True)
+    assert ran == []
+    (repo / ".git" / "remotes").mkdir()
+    (repo / ".git" / "remotes" / "legacy").write_text("URL: /y\n")
+    assert both("legacy") == (False, False) and ran == [["remote"]]

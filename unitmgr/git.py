@@ -314,6 +314,20 @@ def _listed_remote_url(cwd: Path, name: str) -> tuple[str | None] | None:
     process (SPEC 7: ~5 ms of every command that asks whether GitHub is configured); None when
     git's own rules decide: an `insteadOf` rewrite, a remote file under `remotes/` or
     `branches/`, a remote with no URL or several, or no listing at all."""
+    listed = _listed_remote(cwd, name)
+    if listed is None:
+        return None
+    configured, urls = listed
+    if not configured:
+        return (None,)  # git: "No such remote"
+    if len(urls) != 1 or not urls[0]:
+        return None
+    return (urls[0].strip() or None,)
+
+
+def _listed_remote(cwd: Path, name: str) -> tuple[bool, list[str | None]] | None:
+    """Whether the config listing configures remote `name` (any `remote.NAME.*` key: what `git
+    remote` lists), and its URLs; None when git's own rules decide (see `_listed_remote_url`)."""
     from pair import gitconfig
 
     dirs = gitconfig._git_dirs(str(cwd))
@@ -336,14 +350,15 @@ def _listed_remote_url(cwd: Path, name: str) -> tuple[str | None] | None:
             configured = True
             if lowered.rsplit(".", 1)[1] == "url":
                 urls.append(entry.value)
-    if not configured:
-        return (None,)  # git: "No such remote"
-    if len(urls) != 1 or not urls[0]:
-        return None
-    return (urls[0].strip() or None,)
+    return configured, urls
 
 
 def has_remote(cwd: Path, name: str = "origin") -> bool:
+    """Whether `git remote` lists `name`: from the shared config listing (SPEC 7: `unit create`
+    asked twice, a git process each), else from `git remote` where git's rules decide."""
+    listed = _listed_remote(cwd, name)
+    if listed is not None:
+        return listed[0]
     result = run_git(["remote"], cwd=cwd, step="list remotes", check=False)
     return name in result.stdout.split()
 
