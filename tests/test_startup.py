@@ -292,9 +292,11 @@ def test_the_pool_answers_as_concurrent_futures_did() -> None:
         one.submit(time.sleep, 0)
 
 
-def test_verify_streams_its_validation_without_psutil(sandbox: Sandbox) -> None:
-    """`unit verify` journals its validation's identity with the start time read from /proc
-    (psutil's import is a third of the command's start-up), the very time psutil gives."""
+def test_the_commands_on_a_real_unit_stay_light(sandbox: Sandbox) -> None:
+    """On a real unit: `unit verify` journals its validation's identity with the start time
+    read from /proc (psutil's import is a third of the command's start-up), the very time psutil
+    gives; dismantle's and create's dry runs load no `tarfile`/`shutil` (with zlib, bz2, lzma:
+    only a forced dismantle saves files, only a rollback removes a tree)."""
     import psutil
 
     from registry.processes import _create_time_or_now
@@ -308,23 +310,29 @@ def test_verify_streams_its_validation_without_psutil(sandbox: Sandbox) -> None:
     commit = "cat > /dev/null; echo hi > GREETING.md; git add -A; git commit -qm g; echo ok"
     assert sandbox.create("u1", validation="true", model=commit).code == 0
     sandbox.wait_turn("u1")
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            LIGHT_PROBE,
-            "unit",
-            json.dumps(["verify", "--unit", "u1", "--repo", str(sandbox.repo)]),
-            json.dumps(["psutil", *NO_POOL_MODULES]),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=True,
-    )
-    heavy, lean, document = completed.stdout.splitlines()
-    assert json.loads(heavy) == [] and json.loads(lean) == [], completed.stdout
-    assert json.loads(json.loads(document))["ok"] is True, document
+    create = sandbox.create_args("u2")
+    for argv, ok in (
+        (["verify", "--unit", "u1"], True),
+        (["dismantle", "--unit", "u1", "--dry-run"], False),  # no merged PR: refused
+        ([*create, "--dry-run"], True),
+    ):
+        completed = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                LIGHT_PROBE,
+                "unit",
+                json.dumps([*argv, "--repo", str(sandbox.repo)]),
+                json.dumps(["psutil", "tarfile", "shutil", "zlib", *NO_POOL_MODULES]),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=True,
+        )
+        heavy, lean, document = completed.stdout.splitlines()
+        assert json.loads(heavy) == [] and json.loads(lean) == [], (argv, completed.stdout)
+        assert json.loads(json.loads(document))["ok"] is ok, document
 
 
 def test_has_remote_answers_as_git_remote_from_the_shared_listing(
