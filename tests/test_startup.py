@@ -115,6 +115,7 @@ LEAN = (
         ("unit", ["wait", "--unit", "nobody"]),
         ("unit", ["verify", "--unit", "nobody"]),
         ("unit", ["log", "--unit", "nobody"]),
+        ("unit", ["feedback", "--unit", "nobody", "--dry-run"]),  # no GitHub: refused
         ("pair", ["status"]),
         ("pair", ["wait"]),
         ("pair", ["init", "--partner", "script", "--model", "cat"]),
