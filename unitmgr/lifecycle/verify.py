@@ -64,7 +64,14 @@ def _preconditions(
             next_step=f"unit verify --unit {record.unit_id} --validation 'COMMAND'",
         )
     refuse_in_flight(record, what="verifying")
-    dirty = baseline.dirty_entries(record, worktree)  # setup's leftovers do not count
+    from registry.threads import Pool
+
+    with Pool(2) as pool:  # two git reads side by side (SPEC 7), answered in the old order
+        facts = pool.submit(git.head_and_tracked, worktree) if tracked else None
+        dirty_read = pool.submit(baseline.dirty_entries, record, worktree)
+        dirty = dirty_read.result()  # setup's leftovers do not count
+        if facts is not None and not dirty:
+            facts.result()  # its failure is raised here, as it was after the dirty check
     if dirty:
         raise StateError(
             "worktree-dirty",
@@ -73,7 +80,7 @@ def _preconditions(
             detail={"dirty": dirty[:20]},
             next_step=f"git -C {shlex.quote(str(worktree))} status --short",
         )
-    head, changes = git.head_and_tracked(worktree) if tracked else (git.head_commit(worktree), "")
+    head, changes = facts.result() if facts is not None else (git.head_commit(worktree), "")
     if head is None:
         raise StateError("no-head", f"unit {record.unit_id} worktree has no HEAD commit")
     return head, changes
