@@ -6,7 +6,6 @@ addendum text (`render`). Every body is hostile: anyone who can comment on a pub
 writes one. The tool's header is the only instruction; each item's provenance line is the
 tool's; each body is stripped of terminal escapes, control, zero-width and bidi characters and
 HTML comments, redacted, bounded and fenced in a fence longer than any backtick run inside it.
-
 It must not write anything (the record, the manifest, GitHub): sending is
 `unitmgr/lifecycle/feedback.py`'s, under the unit lock, journaled.
 """
@@ -32,13 +31,11 @@ LOG_BYTES = 6144
 LOG_LINES = 60
 ONLY = ("ci", "reviews", "comments")
 KINDS_OF = {
-    "ci": ("check", "status"),
-    "reviews": ("review", "review-comment", "thread"),
+    "ci": ("check", "status"), "reviews": ("review", "review-comment", "thread"),
     "comments": ("comment",),
-}
+}  # fmt: skip
 
-# ECMA-48 sequences (CSI, OSC, DCS/SOS/PM/APC strings, and any other ESC pair), and the 8-bit
-# CSI: a terminal acts on each, a reader never sees it.
+# ECMA-48 (CSI, OSC, DCS/SOS/PM/APC, any ESC pair, 8-bit CSI): terminals act, readers never see
 _ESCAPES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]?"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
