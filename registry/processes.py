@@ -98,10 +98,11 @@ def identify(pid: int, *, argv0: str | None = None) -> ProcessIdentity | None:
 
 
 def _own_create_time(pid: int) -> float | None:
-    """This process's `create_time` as psutil computes it on Linux (`/proc/<pid>/stat`'s
-    starttime in clock ticks plus `/proc/stat`'s btime), without importing psutil: every lock
-    a command takes records its holder's identity, and psutil's import would be a good part of
-    a short command's start-up (SPEC 7). None elsewhere, or when /proc cannot say."""
+    """This process's (or an unreaped child's) `create_time` as psutil computes it on Linux
+    (`/proc/<pid>/stat`'s starttime in clock ticks plus `/proc/stat`'s btime), without
+    importing psutil: every lock a command takes records its holder's identity, and psutil's
+    import would be a good part of a short command's start-up (SPEC 7). None elsewhere, or
+    when /proc cannot say."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -520,5 +521,10 @@ def run_streamed(
 
 
 def _create_time_or_now(pid: int) -> float:
+    """The child's start time; from /proc without psutil where it can (SPEC 7: `unit verify`
+    streams its validation through here, and psutil's import is a third of its start-up)."""
+    create_time = _own_create_time(pid)
+    if create_time is not None:
+        return create_time
     identity = identify(pid)
     return identity.create_time if identity is not None else time.time()

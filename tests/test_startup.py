@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Sandbox, git, write_record
+
 ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = """
@@ -86,10 +88,11 @@ if program == "unit":
     from unitmgr.entry import main
 else:
     from pair.entry import main
-with contextlib.redirect_stdout(io.StringIO()):
+with contextlib.redirect_stdout(io.StringIO()) as document:
     main(argv)
 print(json.dumps(sorted(m for m in ("typer", "rich", "github", "git") if m in sys.modules)))
 print(json.dumps(sorted(m for m in json.loads(sys.argv[3]) if m in sys.modules)))
+print(json.dumps(document.getvalue()))
 """
 # What no command line below loads either (SPEC 7 revision 3: together most of the 5x budget):
 # `dataclasses` with `inspect` (registry/light_dataclass.py builds the classes), `typing` (only
@@ -112,6 +115,7 @@ LEAN = (
         ("unit", ["wait", "--unit", "nobody"]),
         ("unit", ["verify", "--unit", "nobody"]),
         ("unit", ["log", "--unit", "nobody"]),
+        ("unit", ["feedback", "--unit", "nobody", "--dry-run"]),  # no GitHub: refused
         ("pair", ["status"]),
         ("pair", ["wait"]),
         ("pair", ["init", "--partner", "script", "--model", "cat"]),
@@ -133,7 +137,7 @@ def test_every_command_starts_without_typer(tmp_path: Path, program: str, argv: 
         cwd=ROOT,
         check=True,
     )
-    heavy, lean = completed.stdout.splitlines()
+    heavy, lean, _ = completed.stdout.splitlines()
     assert json.loads(heavy) == [], (program, argv)
     assert json.loads(lean) == [], (program, argv)
 
@@ -214,3 +218,158 @@ def test_no_unit_command_module_imports_typer_or_dataclasses() -> None:
     )
     found = json.loads(completed.stdout)
     assert {module: names for module, names in found.items() if names} == {}, found
+
+
+NO_POOL_MODULES = ("concurrent.futures", "logging", "traceback", "rich", "typer")
+
+
+@pytest.mark.parametrize("argv", [["status", "--all"], ["scope", "--unit", "u1"]])
+def test_the_views_run_git_side_by_side_without_concurrent_futures(
+    sandbox: Sandbox, argv: list[str]
+) -> None:
+    """`status --all` and `scope` run their git calls in registry/threads.py's pool:
+    `concurrent.futures` would import `logging` (with `traceback`, `textwrap`, `tokenize`)."""
+    worktree = sandbox.root / "worktrees" / "u1"
+    git(sandbox.repo, "worktree", "add", "-q", "-b", "feat/u1", str(worktree))
+    (worktree / "new.txt").write_text("dirty\n")
+    write_record(sandbox, "u1")
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LIGHT_PROBE,
+            "unit",
+            json.dumps([*argv, "--repo", str(sandbox.repo)]),
+            json.dumps(NO_POOL_MODULES),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    heavy, lean, _ = completed.stdout.splitlines()
+    assert json.loads(heavy) == [] and json.loads(lean) == [], (argv, completed.stdout)
+
+
+def test_the_pool_answers_as_concurrent_futures_did() -> None:
+    """registry/threads.py: answers in submission order, the task's own exception raised again
+    by `result()`, `first_done` as FIRST_COMPLETED, `shutdown(cancel_pending=True)` dropping
+    what had not started and waiting for what had."""
+    import threading
+    import time
+
+    from registry.threads import Cancelled, Pool
+
+    started = time.monotonic()
+    with Pool(4) as pool:
+        slow = [pool.submit(lambda n: (time.sleep(0.1), n)[1], n) for n in range(4)]
+        assert [task.result() for task in slow] == [0, 1, 2, 3]
+        assert time.monotonic() - started < 0.35  # side by side, not one after another
+        assert pool.map(lambda n: n * n, range(5)) == [0, 1, 4, 9, 16]
+        error = KeyError("mine")
+
+        def fail() -> None:
+            raise error
+
+        with pytest.raises(KeyError) as raised:
+            pool.submit(fail).result()
+        assert raised.value is error
+        assert pool.submit(dict, a=1).result() == {"a": 1}
+        gate = threading.Event()
+        waiting = {pool.submit(gate.wait, 5), pool.submit(time.sleep, 0.01)}
+        done, pending = pool.first_done(waiting)
+        assert len(done) == 1 and len(pending) == 1
+        gate.set()
+    one = Pool(1)
+    began = threading.Event()
+    running = one.submit(lambda: (began.set(), time.sleep(0.1))[0])
+    queued = one.submit(time.sleep, 0.1)
+    assert began.wait(5)
+    one.shutdown(cancel_pending=True)
+    assert running.done() and running.result() is None
+    with pytest.raises(Cancelled):
+        queued.result()
+    with pytest.raises(RuntimeError):
+        one.submit(time.sleep, 0)
+
+
+def test_the_commands_on_a_real_unit_stay_light(sandbox: Sandbox) -> None:
+    """On a real unit: `unit verify` journals its validation's identity with the start time
+    read from /proc (psutil's import is a third of the command's start-up), the very time psutil
+    gives; dismantle's and create's dry runs load no `tarfile`/`shutil` (with zlib, bz2, lzma:
+    only a forced dismantle saves files, only a rollback removes a tree)."""
+    import psutil
+
+    from registry.processes import _create_time_or_now
+
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        assert abs(_create_time_or_now(child.pid) - psutil.Process(child.pid).create_time()) < 0.01
+    finally:
+        child.kill()
+        child.wait()
+    commit = "cat > /dev/null; echo hi > GREETING.md; git add -A; git commit -qm g; echo ok"
+    assert sandbox.create("u1", validation="true", model=commit).code == 0
+    sandbox.wait_turn("u1")
+    create = sandbox.create_args("u2")
+    for argv, ok in (
+        (["verify", "--unit", "u1"], True),
+        (["dismantle", "--unit", "u1", "--dry-run"], False),  # no merged PR: refused
+        ([*create, "--dry-run"], True),
+    ):
+        completed = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                LIGHT_PROBE,
+                "unit",
+                json.dumps([*argv, "--repo", str(sandbox.repo)]),
+                json.dumps(["psutil", "tarfile", "shutil", "zlib", *NO_POOL_MODULES]),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=True,
+        )
+        heavy, lean, document = completed.stdout.splitlines()
+        assert json.loads(heavy) == [] and json.loads(lean) == [], (argv, completed.stdout)
+        assert json.loads(json.loads(document))["ok"] is ok, document
+
+
+def test_has_remote_answers_as_git_remote_from_the_shared_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`unit create` asked `git remote` twice (a process each): the config listing every git
+    call shares answers it, and `git remote` runs only where git's own rules decide (a legacy
+    `remotes/` file, an `insteadOf`)."""
+    from pair import gitconfig
+    from unitmgr import git as unit_git
+
+    repo = tmp_path / "r"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    ran: list[list[str]] = []
+    real = unit_git.run_git
+
+    def counting(args: list[str], **options: object) -> object:
+        ran.append(list(args))
+        return real(args, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(unit_git, "run_git", counting)
+
+    def both(name: str = "origin") -> tuple[bool, bool]:
+        gitconfig.LISTINGS._entries.clear()
+        listed = subprocess.run(
+            ["git", "remote"], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout.split()
+        return unit_git.has_remote(repo, name), name in listed
+
+    assert both() == (False, False)
+    subprocess.run(["git", "-C", str(repo), "config", "remote.origin.prune", "true"], check=True)
+    assert both() == (True, True)  # any remote.origin.* key: what `git remote` lists
+    assert both("Origin") == (False, False) and both("origin.x") == (False, False)
+    subprocess.run(["git", "-C", str(repo), "config", "remote.origin.url", "/x"], check=True)
+    assert both() == (True, True)
+    assert ran == []
+    (repo / ".git" / "remotes").mkdir()
+    (repo / ".git" / "remotes" / "legacy").write_text("URL: /y\n")
+    assert both("legacy") == (False, False) and ran == [["remote"]]

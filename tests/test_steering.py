@@ -295,6 +295,21 @@ def test_verify_refuses_to_record_when_head_moves(sandbox: Sandbox) -> None:
     assert sandbox.record("u1")["verification"] is None
 
 
+def test_verify_refuses_to_record_when_a_tracked_file_changes(sandbox: Sandbox) -> None:
+    """HEAD and the tracked changes come from one `git status --porcelain=v2 --branch` before
+    and after the validation: a tracked file it edits (HEAD unmoved) records nothing either;
+    an untracked file it leaves does not count."""
+    working_unit(sandbox, model=COMMIT, validation="echo edited >> README.md")
+    moved = sandbox.unit("verify", "--unit", "u1")
+    assert moved.code == 1 and moved["code"] == "head-moved", moved.stdout
+    assert moved["detail"]["head_before"] == moved["detail"]["head_after"]
+    assert sandbox.record("u1")["verification"] is None
+    git(sandbox.worktree("u1"), "checkout", "--", "README.md")
+    passed = sandbox.unit("verify", "--unit", "u1", "--validation", "touch untracked.txt")
+    assert passed.code == 0, passed.stdout
+    assert passed["verification"]["sha"] == git(sandbox.worktree("u1"), "rev-parse", "HEAD")
+
+
 # -- wait ------------------------------------------------------------------------------------
 
 

@@ -296,8 +296,13 @@ def check_conflicts(workspace: Workspace, request: Candidate, records: list[Unit
                 next_command=Rewrite(flags=("--allow-overlap",)) if "paths" in reason else None,
             )
     cwd = workspace.toplevel
-    for ref in (f"refs/heads/{request.branch}", f"refs/remotes/origin/{request.branch}"):
-        if git.ref_exists(ref, cwd=cwd):
+    from registry.threads import Pool
+
+    refs = (f"refs/heads/{request.branch}", f"refs/remotes/origin/{request.branch}")
+    with Pool(2) as pool:  # both asked side by side (SPEC 7), answered in this order
+        found = pool.map(lambda ref: git.ref_exists(ref, cwd=cwd), refs)
+    for ref, exists in zip(refs, found, strict=True):
+        if exists:
             raise StateError(
                 "branch-exists",
                 f"branch {request.branch} already exists at {ref}",

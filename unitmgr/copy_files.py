@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import shutil
 import stat
 from pathlib import Path
 
@@ -87,6 +86,8 @@ def _copy_entry(path: str, *, source: Path, target: Path, report: CopyReport) ->
     if os.path.lexists(destination):
         # Only an earlier, interrupted copy puts an ignored path here (setup runs later).
         if destination.is_dir() and not destination.is_symlink():
+            import shutil  # only when a copy is made (SPEC 7: off create's start-up)
+
             shutil.rmtree(destination)
         else:
             destination.unlink()
@@ -110,6 +111,8 @@ def _copy_one(
         os.symlink(os.readlink(origin), destination)
         return True
     if stat.S_ISREG(mode):
+        import shutil
+
         shutil.copy2(origin, destination, follow_symlinks=False)
         return True
     report.skip(shown, "not a regular file, directory or symbolic link")
@@ -120,6 +123,8 @@ def _copy_tree(
     origin: Path, destination: Path, *, root: Path, report: CopyReport, shown: str
 ) -> None:
     destination.mkdir(exist_ok=True)
+    import shutil
+
     shutil.copystat(origin, destination, follow_symlinks=False)
     with os.scandir(origin) as entries:
         for entry in sorted(entries, key=lambda item: item.name):

@@ -6,37 +6,36 @@ addendum text (`render`). Every body is hostile: anyone who can comment on a pub
 writes one. The tool's header is the only instruction; each item's provenance line is the
 tool's; each body is stripped of terminal escapes, control, zero-width and bidi characters and
 HTML comments, redacted, bounded and fenced in a fence longer than any backtick run inside it.
-
 It must not write anything (the record, the manifest, GitHub): sending is
 `unitmgr/lifecycle/feedback.py`'s, under the unit lock, journaled.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
-import unicodedata
-from typing import Any
 
 from registry.errors import StateError
 from registry.light_dataclass import dataclass, field
 from registry.light_dataclass import replace as dataclass_replace
 from registry.records import UnitRecord
 from registry.redact import redact
+from registry.userdirs import sha256  # not hashlib: its OpenSSL costs start-up (SPEC 7)
 from unitmgr.forge import WRITE_ACCESS, CiReport, FeedbackItem, Forge, PullRequest
+
+TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
+if TYPE_CHECKING:
+    from typing import Any
 
 COMMENT_BYTES = 2048
 LOG_BYTES = 6144
 LOG_LINES = 60
 ONLY = ("ci", "reviews", "comments")
 KINDS_OF = {
-    "ci": ("check", "status"),
-    "reviews": ("review", "review-comment", "thread"),
+    "ci": ("check", "status"), "reviews": ("review", "review-comment", "thread"),
     "comments": ("comment",),
-}
+}  # fmt: skip
 
-# ECMA-48 sequences (CSI, OSC, DCS/SOS/PM/APC strings, and any other ESC pair), and the 8-bit
-# CSI: a terminal acts on each, a reader never sees it.
+# ECMA-48 (CSI, OSC, DCS/SOS/PM/APC, any ESC pair, 8-bit CSI): terminals act, readers never see
 _ESCAPES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]?"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
@@ -51,6 +50,8 @@ _DROPPED = ("Cc", "Cf", "Co", "Cs")  # controls; format: zero-width, bidi, BOM; 
 def clean(text: str) -> str:
     """`text` with terminal escapes, control, zero-width and bidi characters and HTML comments
     gone, and redacted (SPEC 8). Newlines and tabs stay: a log needs its lines."""
+    import unicodedata  # only for text to clean: off `feedback`'s refusals (SPEC 7)
+
     text = _ESCAPES.sub("", text.replace("\r\n", "\n"))
     text = "".join(
         "\n"
@@ -76,8 +77,8 @@ def signature(item: FeedbackItem) -> str:
     review thread, any of its comments edited (its marks of what is new do not count)."""
     if item.parts:
         text = "\n".join(f"{p.key}\n{p.where}\n{p.body}" for p in item.parts)
-        return hashlib.sha256(f"thread\n{item.where}\n{text}".encode()).hexdigest()
-    return hashlib.sha256(f"{item.where}\n{item.title}\n{item.body}".encode()).hexdigest()
+        return sha256(f"thread\n{item.where}\n{text}".encode()).hexdigest()
+    return sha256(f"{item.where}\n{item.title}\n{item.body}".encode()).hexdigest()
 
 
 def bounded(text: str, *, log: bool) -> tuple[str, int]:

@@ -314,6 +314,20 @@ def _listed_remote_url(cwd: Path, name: str) -> tuple[str | None] | None:
     process (SPEC 7: ~5 ms of every command that asks whether GitHub is configured); None when
     git's own rules decide: an `insteadOf` rewrite, a remote file under `remotes/` or
     `branches/`, a remote with no URL or several, or no listing at all."""
+    listed = _listed_remote(cwd, name)
+    if listed is None:
+        return None
+    configured, urls = listed
+    if not configured:
+        return (None,)  # git: "No such remote"
+    if len(urls) != 1 or not urls[0]:
+        return None
+    return (urls[0].strip() or None,)
+
+
+def _listed_remote(cwd: Path, name: str) -> tuple[bool, list[str | None]] | None:
+    """Whether the config listing configures remote `name` (any `remote.NAME.*` key: what `git
+    remote` lists), and its URLs; None when git's own rules decide (see `_listed_remote_url`)."""
     from pair import gitconfig
 
     dirs = gitconfig._git_dirs(str(cwd))
@@ -336,14 +350,15 @@ def _listed_remote_url(cwd: Path, name: str) -> tuple[str | None] | None:
             configured = True
             if lowered.rsplit(".", 1)[1] == "url":
                 urls.append(entry.value)
-    if not configured:
-        return (None,)  # git: "No such remote"
-    if len(urls) != 1 or not urls[0]:
-        return None
-    return (urls[0].strip() or None,)
+    return configured, urls
 
 
 def has_remote(cwd: Path, name: str = "origin") -> bool:
+    """Whether `git remote` lists `name`: from the shared config listing (SPEC 7: `unit create`
+    asked twice, a git process each), else from `git remote` where git's rules decide."""
+    listed = _listed_remote(cwd, name)
+    if listed is not None:
+        return listed[0]
     result = run_git(["remote"], cwd=cwd, step="list remotes", check=False)
     return name in result.stdout.split()
 
@@ -799,6 +814,31 @@ def changed_files(
         args += [f":(glob){pattern}" for pattern in patterns]
     result = run_git(args, cwd=worktree, step="diff")
     return [name for name in result.stdout.split("\0") if name]
+
+
+def head_and_tracked(worktree: Path) -> tuple[str | None, str]:
+    """HEAD's commit (None: unborn) and the tracked changes, the two facts a drift check
+    compares, from one `git status --porcelain=v2 --branch --untracked-files=no` (SPEC 7: not a
+    `rev-parse` beside it). The changes are v2's entries: compare them only with this
+    function's. When git fails, the answer of the two calls it replaces: None when `rev-parse
+    --verify HEAD` fails too, else the status's `GitError` (never "unchanged")."""
+    arguments = [
+        "status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind", "--untracked-files=no",
+    ]  # fmt: skip
+    result = run_git(arguments, cwd=worktree, step="status", optional_locks=False, check=False)
+    if result.returncode != 0:
+        if head_commit(worktree) is None:
+            return None, ""
+        run_git(arguments, cwd=worktree, step="status", optional_locks=False)  # raises
+    head: str | None = None
+    entries = []
+    for entry in result.stdout.split("\0"):
+        if entry.startswith("# branch.oid "):
+            oid = entry[len("# branch.oid ") :]
+            head = oid if oid != "(initial)" else None
+        elif entry and not entry.startswith("# "):
+            entries.append(entry)
+    return head, "\0".join(entries)
 
 
 def tracked_status(worktree: Path) -> str:

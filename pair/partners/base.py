@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 
 from pair.errors import Rewrite, UsageError
+from registry.lazy_re import lazy  # compiled on first use: off start-up (SPEC 7)
 from registry.light_dataclass import dataclass, field
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
@@ -72,10 +72,10 @@ EMPTY_REPLY = (
 )
 EFFORT_LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max", "ultra")
 # A partner's final error is a rate or usage limit when it says so (SPEC 4.1 Receipts).
-RATE_LIMITED = re.compile(
+RATE_LIMITED = lazy(
     r"(?i)\b429\b|rate.?limit|usage limit|quota|too many requests|resource.?exhausted"
 )
-RETRY_AFTER = re.compile(
+RETRY_AFTER = lazy(
     r"(?i)(?:retry[- ]after|retry in|retrying in|try again in)\D{0,3}(\d+(?:\.\d+)?)\s*"
     r"(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)?\b"
 )

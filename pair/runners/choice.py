@@ -14,10 +14,10 @@ other signed fields can later share one scheme. It imports no runner and no `ray
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from pair.errors import StateError, UsageError
+from registry.lazy_re import lazy  # compiled on first use: off start-up (SPEC 7)
 from registry.light_dataclass import dataclass
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 RUNNER_KINDS = ("local", "ray")
 RUNNER_FIELD = "runner"
-NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-ADDRESS = re.compile(r"^(ray://)?[A-Za-z0-9_.:\[\]-]{1,253}$")
+NODE_NAME = lazy(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+ADDRESS = lazy(r"^(ray://)?[A-Za-z0-9_.:\[\]-]{1,253}$")
 INSTALL_RAY = "pip install 'unitmgr[ray]'"
 
 

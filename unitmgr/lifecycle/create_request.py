@@ -447,27 +447,46 @@ def _resolved(worktree: str) -> Path:
 
 
 def validate_against_repository(workspace: Workspace, request: Request) -> None:
-    """The checks that need git but change nothing: branch format, nesting, script command."""
-    if not git.check_branch_name(request.branch, cwd=workspace.toplevel):
+    """The checks that need git but change nothing: branch format, nesting, script command.
+    The two names' checks (and a dry run's worktree listing) run side by side (SPEC 7); their
+    answers are taken, and refused, in this order."""
+    from registry.threads import Pool
+
+    with Pool(3) as pool:
+        branch_checked = pool.submit(git.check_branch_name, request.branch, cwd=workspace.toplevel)
+        base_checked = pool.submit(git.check_branch_name, request.base, cwd=workspace.toplevel)
+        listed = (
+            pool.submit(git.list_worktrees, cwd=workspace.toplevel) if request.dry_run else None
+        )
+        _check_names(branch_checked.result(), base_checked.result(), request)
+        rows = listed.result() if listed is not None else None
+    _validate_rows(workspace, request, rows)
+
+
+def _check_names(branch_ok: bool, base_ok: bool, request: Request) -> None:
+    if not branch_ok:
         raise UsageError(
             "invalid-branch",
             f"invalid branch name: {request.branch} — use the repository's convention (for "
             "example feat/<issue>-<slug>)",
             next_step=BRANCH_FIX,
         )
-    if not git.check_branch_name(request.base, cwd=workspace.toplevel):
+    if not base_ok:
         raise UsageError(
             "invalid-base",
             f"invalid base branch name: {request.base!r} — git check-ref-format --branch "
             "refuses it",
             next_step=BASE_FIX,
         )
+
+
+def _validate_rows(workspace: Workspace, request: Request, listed: list[Any] | None) -> None:
     target = real_target(request.worktree)
     # A dry run never waits for a lock; a real create lists under the fetch lock, which another
     # create holds while its `git worktree add` writes the admin dir this would read.
     rows = (
-        git.list_worktrees(cwd=workspace.toplevel)
-        if request.dry_run
+        listed
+        if listed is not None
         else workspace.settled_worktrees(
             command=f"unit create --unit {request.unit_id}",
             deadline=Deadline(request.lock_timeout),

@@ -6,7 +6,6 @@ that only has to wait, keeps its journal so that repeating the command finishes 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -188,6 +187,8 @@ class CreateRollback(CreateSteps):
                 if proven is not None:
                     result = git.remove_worktree(proven.path, force=True, cwd=cwd)
                     if result.returncode != 0 and proven.present:
+                        import shutil  # only on a rollback (SPEC 7: off create's start-up)
+
                         shutil.rmtree(proven.path)  # a proven linked worktree only
                         result = git.remove_worktree(proven.path, force=True, cwd=cwd)
                     if result.returncode != 0:

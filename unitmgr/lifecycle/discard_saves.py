@@ -23,7 +23,6 @@ import io
 import os
 import shlex
 import stat
-import tarfile
 from pathlib import Path
 
 from registry.atomic import FILE_MODE, remove_file
@@ -31,6 +30,7 @@ from unitmgr import git
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    import tarfile
     from typing import Any
 
 PATCH_NAME = "uncommitted.patch"
@@ -122,6 +122,8 @@ def _survey(worktree: Path) -> list[_Entry]:
 
 def _add_file(archive: tarfile.TarFile, root_fd: int, entry: _Entry) -> str | None:
     """Add one entry read beneath the worktree; the reason it was left out, or None."""
+    import tarfile  # only when a forced dismantle saves files (SPEC 7: off every dry run)
+
     try:
         parent, leaf = _parent_fd(root_fd, entry.name)
     except OSError:
@@ -204,6 +206,8 @@ def save_discarded(worktree: Path, destination: Path) -> dict[str, Any]:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(scratch, flags, FILE_MODE)
         root_fd = os.open(worktree, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        import tarfile  # only when there is something to save (SPEC 7)
+
         try:
             with (
                 os.fdopen(fd, "wb") as out,

@@ -25,7 +25,6 @@ record are one command's handlers; the mechanism they share is unitmgr/lifecycle
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from registry.atomic import remove_file
@@ -430,6 +429,8 @@ class Dismantler:
         force = self.forced or self.interrupted_worktree
         result = git.remove_worktree(proven.path, force=force, cwd=self.cwd)
         if result.returncode != 0 and force:
+            import shutil  # only here: off the dry run's start-up (SPEC 7)
+
             shutil.rmtree(proven.path, ignore_errors=True)  # proven linked worktree only
             result = git.remove_worktree(proven.path, force=True, cwd=self.cwd)
         if result.returncode != 0:

@@ -20,7 +20,6 @@ It never writes to GitHub.
 
 from __future__ import annotations
 
-import copy
 import re
 from pathlib import Path
 
@@ -80,7 +79,7 @@ def run(repo: str, options: FeedbackOptions) -> dict[str, Any]:
     workspace = Workspace.open(repo)
     seconds = validation.lock_timeout(options.lock_timeout)
     from unitmgr.forge import NOT_CONFIGURED
-    from unitmgr.forge_github import open_forge
+    from unitmgr.github_remote import open_forge  # the adapter only for GitHub (SPEC 7)
 
     forge = open_forge(workspace)
     if forge is None:
@@ -410,6 +409,8 @@ def _send(
                 ledger["counts"] = _counts(document, pending)
             record.feedback = ledger
             outcome.update(keys=len(pending["keys"]))
+
+        import copy  # only when a send changes the ledger (SPEC 7)
 
         after = copy.deepcopy(ledger)
         _record_sent(after, pending)

@@ -110,34 +110,51 @@ def scope_base(workspace: Workspace, record: UnitRecord, *, fetch: bool, seconds
 def report(
     workspace: Workspace, record: UnitRecord, *, fetch: bool, seconds: float
 ) -> dict[str, Any]:
+    """What the unit changed. Its git reads run side by side (SPEC 7: each is a process that
+    mostly waits), their answers taken, and a failure raised, in the order they were read one
+    after another before."""
+    from registry.threads import Pool
+
     worktree = Path(record.worktree)
     base = scope_base(workspace, record, fetch=fetch, seconds=seconds)
     revisions = f"{base}...HEAD"
-    files = git.changed_files(revisions, worktree=worktree)
-    inside = (
-        set(git.changed_files(revisions, worktree=worktree, patterns=record.paths))
-        if record.paths
-        else set()
-    )
-    outside = [name for name in files if name not in inside]
-    dirty = baseline.dirty_entries(record, worktree)  # setup's leftovers do not count
-    return {
-        "unit_id": record.unit_id,
-        "base": base,
-        "merge_base": git.merge_base(base, "HEAD", cwd=worktree),
-        "head": git.head_commit(worktree),
-        "diff_stat": git.diff_stat(revisions, worktree=worktree),
-        "files": files,
-        "paths": record.paths,
-        "outside_paths": outside,
-        "dirty_files": dirty,
-        "overlaps": overlaps_with_others(workspace, record, set(files) | {e[3:] for e in dirty}),
-    }
+    with Pool(6) as pool:
+        files_read = pool.submit(git.changed_files, revisions, worktree=worktree)
+        inside_read = (
+            pool.submit(git.changed_files, revisions, worktree=worktree, patterns=record.paths)
+            if record.paths
+            else None
+        )
+        dirty_read = pool.submit(baseline.dirty_entries, record, worktree)
+        merge_base_read = pool.submit(git.merge_base, base, "HEAD", cwd=worktree)
+        head_read = pool.submit(git.head_commit, worktree)
+        stat_read = pool.submit(git.diff_stat, revisions, worktree=worktree)
+        others_read = pool.submit(_others_and_facts, workspace, record)
+        files = files_read.result()
+        inside = set(inside_read.result()) if inside_read is not None else set()
+        outside = [name for name in files if name not in inside]
+        dirty = dirty_read.result()  # setup's leftovers do not count
+        found: dict[str, Any] = {
+            "unit_id": record.unit_id,
+            "base": base,
+            "merge_base": merge_base_read.result(),
+            "head": head_read.result(),
+            "diff_stat": stat_read.result(),
+            "files": files,
+            "paths": record.paths,
+            "outside_paths": outside,
+            "dirty_files": dirty,
+        }
+        others, facts = others_read.result()
+    found["overlaps"] = _overlaps(others, facts, set(files) | {e[3:] for e in dirty})
+    return found
 
 
-def overlaps_with_others(
-    workspace: Workspace, record: UnitRecord, mine: set[str]
-) -> list[dict[str, Any]]:
+def _others_and_facts(
+    workspace: Workspace, record: UnitRecord
+) -> tuple[list[UnitRecord], dict[str, Any]]:
+    """The other live units and their worktrees' changed files (no `git worktree list` when
+    there is no other unit: nothing would be matched against it)."""
     others = [
         entry
         for entry in workspace.registry.scan()
@@ -145,7 +162,12 @@ def overlaps_with_others(
         and entry.unit_id != record.unit_id
         and entry.lifecycle not in ("dismantling", "dismantle-failed")
     ]
-    facts = facts_by_unit(others, worktree_rows(workspace))
+    return others, facts_by_unit(others, worktree_rows(workspace)) if others else {}
+
+
+def _overlaps(
+    others: list[UnitRecord], facts: dict[str, Any], mine: set[str]
+) -> list[dict[str, Any]]:
     found = []
     for other in others:
         theirs = facts[other.unit_id][1] or []

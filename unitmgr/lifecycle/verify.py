@@ -41,8 +41,12 @@ if TYPE_CHECKING:
 TAIL_CHARACTERS = 4000
 
 
-def _preconditions(workspace: Workspace, record: UnitRecord, *, supplied: bool = False) -> str:
-    """HEAD, once verify may run; `supplied`: the lead passed `--validation` just now."""
+def _preconditions(
+    workspace: Workspace, record: UnitRecord, *, supplied: bool = False, tracked: bool = False
+) -> tuple[str, str]:
+    """HEAD, once verify may run, and with `tracked` the tracked changes the drift check
+    compares after the validation (`git.head_and_tracked`: one git call for both); `supplied`:
+    the lead passed `--validation` just now."""
     worktree = Path(record.worktree)
     if not worktree.is_dir():
         raise StateError("worktree-missing", f"unit {record.unit_id} worktree is missing")
@@ -60,7 +64,14 @@ def _preconditions(workspace: Workspace, record: UnitRecord, *, supplied: bool =
             next_step=f"unit verify --unit {record.unit_id} --validation 'COMMAND'",
         )
     refuse_in_flight(record, what="verifying")
-    dirty = baseline.dirty_entries(record, worktree)  # setup's leftovers do not count
+    from registry.threads import Pool
+
+    with Pool(2) as pool:  # two git reads side by side (SPEC 7), answered in the old order
+        facts = pool.submit(git.head_and_tracked, worktree) if tracked else None
+        dirty_read = pool.submit(baseline.dirty_entries, record, worktree)
+        dirty = dirty_read.result()  # setup's leftovers do not count
+        if facts is not None and not dirty:
+            facts.result()  # its failure is raised here, as it was after the dirty check
     if dirty:
         raise StateError(
             "worktree-dirty",
@@ -69,10 +80,10 @@ def _preconditions(workspace: Workspace, record: UnitRecord, *, supplied: bool =
             detail={"dirty": dirty[:20]},
             next_step=f"git -C {shlex.quote(str(worktree))} status --short",
         )
-    head = git.head_commit(worktree)
+    head, changes = facts.result() if facts is not None else (git.head_commit(worktree), "")
     if head is None:
         raise StateError("no-head", f"unit {record.unit_id} worktree has no HEAD commit")
-    return head
+    return head, changes
 
 
 @dry_run_aware
@@ -85,7 +96,7 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
         validation.required(options.validation, "--validation", "verify")
         record.validation = options.validation  # the lead's own word (signed when written)
     if options.dry_run:
-        head = _preconditions(workspace, record, supplied=options.validation is not None)
+        head, _ = _preconditions(workspace, record, supplied=options.validation is not None)
         return {"ok": True, "dry_run": True, "command": record.validation, "head": head}
     with locked(workspace, unit_id, command=f"unit verify --unit {unit_id}", seconds=seconds):
         record = load(workspace, unit_id)
@@ -93,9 +104,8 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
         if options.validation is not None:
             record.validation = options.validation
             workspace.registry.write(record)  # signs it: the next verify needs no flag
-        head = _preconditions(workspace, record)
+        head, tracked = _preconditions(workspace, record, tracked=True)
         worktree = Path(record.worktree)
-        tracked = git.tracked_status(worktree)
         progress(f"unit verify {unit_id}: {record.validation}")
 
         def journal_child(child: ProcessIdentity) -> None:
@@ -125,12 +135,13 @@ def run(repo: str, options: VerifyOptions) -> dict[str, Any]:
                 ),
             ) from None
         record.verification_child = None
-        if git.head_commit(worktree) != head or git.tracked_status(worktree) != tracked:
+        head_after, tracked_after = git.head_and_tracked(worktree)
+        if head_after != head or tracked_after != tracked:
             workspace.registry.write(record)
             raise StateError(
                 "head-moved",
                 "head moved during verification — nothing was recorded",
-                detail={"head_before": head, "head_after": git.head_commit(worktree)},
+                detail={"head_before": head, "head_after": head_after},
                 next_step="make sure nothing commits in the worktree while it is verified, then "
                 "verify again",
             )

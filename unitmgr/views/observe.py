@@ -579,7 +579,7 @@ def status_all(
     call starts as soon as its record is read and the listing is in, and this thread reads
     the next record, the pair files and the unit lock meanwhile; the config audit's listing
     runs beside them. Git works in its own processes, so the reads cost the batch little."""
-    from concurrent.futures import ThreadPoolExecutor
+    from registry.threads import Pool
 
     now = time.time()
     observed_at = iso_from_epoch(now, milliseconds=True)
@@ -592,7 +592,7 @@ def status_all(
     scanned: dict[str, tuple[int, git.WorktreeRow]] = {}  # unit id -> (scan index, row)
     # An empty registry needs no `git worktree list`: nothing would be matched against it.
     listing_needed = bool(workspace.registry.unit_ids())
-    with ThreadPoolExecutor(max_workers=2) as side:
+    with Pool(2) as side:
         listing_done = (
             side.submit(worktree_rows, workspace, listing=listing) if listing_needed else None
         )

@@ -246,6 +246,15 @@ def _partner_cell(unit: dict[str, Any]) -> Any:
     return cell
 
 
+def _rich_once(document: dict[str, Any]) -> Rendered:
+    from rich.console import Console
+
+    console = Console(width=100, record=True, force_terminal=sys.stdout.isatty())
+    with console.capture() as captured:
+        console.print(frame(document))
+    return Rendered(captured.get(), styled=console.is_terminal)
+
+
 def run(repo: str, *, interval: float, once: bool) -> Rendered:
     if not 0.2 <= interval <= 3600:
         raise UsageError(
@@ -254,14 +263,19 @@ def run(repo: str, *, interval: float, once: bool) -> Rendered:
             next_command=Rewrite(set_options={"--interval": "2"}),
         )
     workspace = Workspace.open(repo)
+    if once and not sys.stdout.isatty():
+        from unitmgr.views.watch_plain import plain_frame
+
+        document = observe.status_all(workspace)
+        plain = plain_frame(document)
+        if plain is not None:  # rich's own bytes, without importing rich (SPEC 7)
+            return Rendered(plain, styled=False)
+        return _rich_once(document)
     from rich.console import Console
     from rich.live import Live
 
     if once:
-        console = Console(width=100, record=True, force_terminal=sys.stdout.isatty())
-        with console.capture() as captured:
-            console.print(frame(observe.status_all(workspace)))
-        return Rendered(captured.get(), styled=console.is_terminal)
+        return _rich_once(observe.status_all(workspace))
     if not sys.stdout.isatty():
         raise UsageError(
             "not-a-terminal",

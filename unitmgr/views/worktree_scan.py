@@ -37,8 +37,9 @@ from unitmgr import git
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
-    from concurrent.futures import Future
     from typing import TypeVar
+
+    from registry.threads import Task
 
 REUSE_SECONDS = 30.0
 if TYPE_CHECKING:
@@ -86,10 +87,10 @@ def concurrently(action: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
     """`action` over `items` in a thread pool sized for the cores (in order)."""
     if len(items) <= 1:
         return [action(item) for item in items]
-    from concurrent.futures import ThreadPoolExecutor
+    from registry.threads import Pool
 
-    with ThreadPoolExecutor(max_workers=min(len(items), pool_size())) as pool:
-        return list(pool.map(action, items))
+    with Pool(min(len(items), pool_size())) as pool:
+        return pool.map(action, items)
 
 
 class WorktreeScanner:
@@ -376,12 +377,12 @@ class ScanRun:
     at once (the caller reads the next record meanwhile); `finish` waits for them all."""
 
     def __init__(self, scanner: WorktreeScanner) -> None:
-        from concurrent.futures import ThreadPoolExecutor
+        from registry.threads import Pool
 
         self._scanner = scanner
         self._jobs: list[WorktreeJob] = []
-        self._futures: list[Future[WorktreeFacts]] = []
-        self._pool = ThreadPoolExecutor(max_workers=pool_size())
+        self._futures: list[Task[WorktreeFacts]] = []
+        self._pool = Pool(pool_size())
 
     def add(self, job: WorktreeJob) -> int:
         """Start `job`'s git call; its index in `finish`'s answer."""
@@ -392,24 +393,22 @@ class ScanRun:
     def finish(self) -> list[WorktreeFacts]:
         """Every job's facts, in the order added. The committed changes of units ahead are
         batched as soon as the first of them is seen, while the other git calls still run."""
-        from concurrent.futures import FIRST_COMPLETED, wait
-
         try:
             early: EarlyBatch | None = None
             waiting = set(self._futures)
             while waiting:
-                done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                done, waiting = self._pool.first_done(waiting)
                 if any(future.result().committed_pending for future in done):
                     early = self._start_batch()
                     break
             found = [future.result() for future in self._futures]
         finally:
-            self._pool.shutdown(wait=True)
+            self._pool.shutdown()
         return self._scanner._complete(self._jobs, found, early)
 
     def close(self) -> None:
         """Wait for the git calls already started, without their answers (the caller failed)."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool.shutdown(cancel_pending=True)
 
     def _start_batch(self) -> EarlyBatch | None:
         """The batch over every job with a HEAD whose answer is not memoized (those already
