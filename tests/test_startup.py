@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Sandbox, git, write_record
+from tests.conftest import Sandbox, git, wait_until, write_record
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -256,15 +256,13 @@ def test_the_pool_answers_as_concurrent_futures_did() -> None:
     by `result()`, `first_done` as FIRST_COMPLETED, `shutdown(cancel_pending=True)` dropping
     what had not started and waiting for what had."""
     import threading
-    import time
 
     from registry.threads import Cancelled, Pool
 
-    started = time.monotonic()
+    side_by_side = threading.Barrier(4, timeout=10)  # broken unless all four run at once
     with Pool(4) as pool:
-        slow = [pool.submit(lambda n: (time.sleep(0.1), n)[1], n) for n in range(4)]
-        assert [task.result() for task in slow] == [0, 1, 2, 3]
-        assert time.monotonic() - started < 0.35  # side by side, not one after another
+        tasks = [pool.submit(lambda n: (side_by_side.wait(), n)[1], n) for n in range(4)]
+        assert [task.result() for task in tasks] == [0, 1, 2, 3]
         assert pool.map(lambda n: n * n, range(5)) == [0, 1, 4, 9, 16]
         error = KeyError("mine")
 
@@ -276,21 +274,26 @@ def test_the_pool_answers_as_concurrent_futures_did() -> None:
         assert raised.value is error
         assert pool.submit(dict, a=1).result() == {"a": 1}
         gate = threading.Event()
-        waiting = {pool.submit(gate.wait, 5), pool.submit(time.sleep, 0.01)}
+        waiting = {pool.submit(gate.wait, 5), pool.submit(int)}
         done, pending = pool.first_done(waiting)
         assert len(done) == 1 and len(pending) == 1
         gate.set()
     one = Pool(1)
-    began = threading.Event()
-    running = one.submit(lambda: (began.set(), time.sleep(0.1))[0])
-    queued = one.submit(time.sleep, 0.1)
+    began, release = threading.Event(), threading.Event()
+    running = one.submit(lambda: (began.set(), release.wait(10))[0])
+    queued = one.submit(int)
     assert began.wait(5)
-    one.shutdown(cancel_pending=True)
+    stopping = threading.Thread(target=one.shutdown, kwargs={"cancel_pending": True})
+    stopping.start()
+    wait_until(queued.done, timeout=10)  # dropped while the running task still runs
+    assert not running.done()
+    release.set()
+    stopping.join(10)
     assert running.done() and running.result() is None
     with pytest.raises(Cancelled):
         queued.result()
     with pytest.raises(RuntimeError):
-        one.submit(time.sleep, 0)
+        one.submit(int)
 
 
 def test_the_commands_on_a_real_unit_stay_light(sandbox: Sandbox) -> None:
