@@ -94,6 +94,21 @@ print(json.dumps(sorted(m for m in ("typer", "rich", "github", "git") if m in sy
 print(json.dumps(sorted(m for m in json.loads(sys.argv[3]) if m in sys.modules)))
 print(json.dumps(document.getvalue()))
 """
+
+
+def probe(program: str, arguments: list[str], banned: list[str]) -> list[str]:
+    """Run `program arguments` in a fresh interpreter through LIGHT_PROBE: its three lines (the
+    heavy modules loaded, the `banned` ones loaded, the document)."""
+    completed = subprocess.run(
+        [sys.executable, "-c", LIGHT_PROBE, program, json.dumps(arguments), json.dumps(banned)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    return completed.stdout.splitlines()
+
+
 # What no command line below loads either (SPEC 7 revision 3: together most of the 5x budget):
 # `dataclasses` with `inspect` (registry/light_dataclass.py builds the classes), `typing` (only
 # under TYPE_CHECKING), `uuid` (registry/ids.py), OpenSSL through `hashlib`/`hmac`/`secrets`
@@ -130,14 +145,7 @@ def test_every_command_starts_without_typer(tmp_path: Path, program: str, argv: 
     subprocess.run(["git", "init", "-q", str(tmp_path / "r")], check=True)
     help_page = argv[-1] in ("--help", "-h")
     arguments = argv if help_page else [*argv, "--repo", str(tmp_path / "r")]
-    completed = subprocess.run(
-        [sys.executable, "-c", LIGHT_PROBE, program, json.dumps(arguments), json.dumps(LEAN)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=True,
-    )
-    heavy, lean, _ = completed.stdout.splitlines()
+    heavy, lean, _ = probe(program, arguments, LEAN)
     assert json.loads(heavy) == [], (program, argv)
     assert json.loads(lean) == [], (program, argv)
 
@@ -233,22 +241,9 @@ def test_the_views_run_git_side_by_side_without_concurrent_futures(
     git(sandbox.repo, "worktree", "add", "-q", "-b", "feat/u1", str(worktree))
     (worktree / "new.txt").write_text("dirty\n")
     write_record(sandbox, "u1")
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            LIGHT_PROBE,
-            "unit",
-            json.dumps([*argv, "--repo", str(sandbox.repo)]),
-            json.dumps(NO_POOL_MODULES),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=True,
-    )
-    heavy, lean, _ = completed.stdout.splitlines()
-    assert json.loads(heavy) == [] and json.loads(lean) == [], (argv, completed.stdout)
+    lines = probe("unit", [*argv, "--repo", str(sandbox.repo)], NO_POOL_MODULES)
+    heavy, lean, _ = lines
+    assert json.loads(heavy) == [] and json.loads(lean) == [], (argv, lines)
 
 
 def test_the_pool_answers_as_concurrent_futures_did() -> None:
@@ -320,22 +315,10 @@ def test_the_commands_on_a_real_unit_stay_light(sandbox: Sandbox) -> None:
         (["dismantle", "--unit", "u1", "--dry-run"], False),  # no merged PR: refused
         ([*create, "--dry-run"], True),
     ):
-        completed = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                LIGHT_PROBE,
-                "unit",
-                json.dumps([*argv, "--repo", str(sandbox.repo)]),
-                json.dumps(["psutil", "tarfile", "shutil", "zlib", *NO_POOL_MODULES]),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            check=True,
-        )
-        heavy, lean, document = completed.stdout.splitlines()
-        assert json.loads(heavy) == [] and json.loads(lean) == [], (argv, completed.stdout)
+        banned = ["psutil", "tarfile", "shutil", "zlib", *NO_POOL_MODULES]
+        lines = probe("unit", [*argv, "--repo", str(sandbox.repo)], banned)
+        heavy, lean, document = lines
+        assert json.loads(heavy) == [] and json.loads(lean) == [], (argv, lines)
         assert json.loads(json.loads(document))["ok"] is ok, document
 
 
