@@ -13,7 +13,7 @@ recovery > failed > rate-limited > stuck > running > waiting-on-lead > idle.
 
 from __future__ import annotations
 
-from pair.attention import of_receipt, state
+from pair.attention import first_line, of_receipt, state
 from registry.timeutil import ago, parse_iso
 
 TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
@@ -55,6 +55,25 @@ def feedback_summary(ledger: Any) -> str | None:
     if not (ci or review or withheld):
         return None
     return f"feedback: {ci} CI, {review} review pending, {withheld} withheld"
+
+
+CAPPED_NOT_OURS = (
+    "feedback: the automatic rounds stopped; the ledger's note is not one this lead writes "
+    "(an executor can write the record): unit feedback --dry-run shows the pull request's state"
+)
+
+
+def capped_why(value: Any) -> str:
+    """The feedback ledger's cap note, as the lead shows it. The record is the executor's to
+    write (SPEC 8): a note is shown only in the shape `unit feedback` writes it — one printable
+    line starting `feedback:`, within the attention's bound — and a planted one of any other
+    shape (many lines, escapes, megabytes: it reached every `status --all`) is replaced by
+    a fixed sentence."""
+    text = value if isinstance(value, str) else ""
+    line = first_line(text)
+    if line.startswith("feedback:") and line == text and line.isprintable():
+        return line
+    return CAPPED_NOT_OURS
 
 
 def _count(value: Any) -> int:
@@ -105,7 +124,8 @@ def derive(
     capped = feedback.get("capped") if isinstance(feedback, dict) else None
     if isinstance(capped, dict) and capped.get("why"):
         # SPEC 3.17: the automatic rounds are spent; the lead reads the PR and decides.
-        return _state("failed", capped.get("at"), str(capped["why"]))
+        since = capped.get("at") if isinstance(capped.get("at"), str) else None
+        return _state("failed", since, capped_why(capped["why"]))
     pair = pair or {}
     if not pair.get("ok"):
         if pair.get("code") == "no-pair":
