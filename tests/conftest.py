@@ -119,8 +119,8 @@ def on_the_ray_cluster(item: Any) -> bool:
 
 
 def long_first(items: list[Any]) -> None:
-    """The real-CLI tier first, then `@pytest.mark.slow` tests, then the others, each group in
-    collection order."""
+    """The real-CLI tier first, then the tests on the Ray cluster, then `@pytest.mark.slow` tests,
+    then the others, each group in collection order."""
 
     def rank(item: Any) -> int:
         if item.get_closest_marker("real") is not None:

@@ -59,7 +59,7 @@ def feedback_summary(ledger: Any) -> str | None:
 
 CAPPED_NOT_OURS = (
     "feedback: the automatic rounds stopped; the ledger's note is not one this lead writes "
-    "(an executor can write the record): unit feedback --dry-run shows the pull request's state"
+    "(an executor can write the record): unit feedback --unit <unit> --dry-run shows the PR's state"
 )
 
 
