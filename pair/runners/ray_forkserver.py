@@ -84,9 +84,15 @@ def run_directory(environ: Any = os.environ) -> Path | None:
 
 
 def _search_path() -> list[str]:
-    # What a `-P` interpreter's `sys.path` is: a caller without `-P` has its script's (or the
-    # cwd's) directory first.
-    return list(sys.path if sys.flags.safe_path else sys.path[1:])
+    """`sys.path` as a `-P` interpreter has it: without a first entry that is the caller's
+    script's directory or its cwd (a console script, `python -m`, `-c`), and without entries that
+    are no directory (they import nothing: the stdlib's absent zip)."""
+    path = list(sys.path)
+    if path and not sys.flags.safe_path:
+        path = path[1:]
+    elif path and sys.argv and path[0] == os.path.dirname(os.path.abspath(sys.argv[0] or ".")):
+        path = path[1:]  # a `-P` process that put its script's directory back (the tests' CLI)
+    return [entry for entry in path if os.path.isdir(entry)]
 
 
 def key(environ: Any = os.environ) -> str:
