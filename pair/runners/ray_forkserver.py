@@ -189,10 +189,11 @@ def request(state_dir: Path, seq: int, token: str, log_fd: int) -> ServedSupervi
                 return None
             data = json.dumps(body).encode() + b"\n"
             sent = socket.send_fds(connection, [data], [log_fd])
-        except OSError:
-            return None  # nothing went: the descriptor travels with the first byte
-        try:
             connection.sendall(data[sent:])
+        except OSError:
+            # The server forks only for a whole line: one that did not all go started nothing.
+            return None
+        try:
             connection.settimeout(ANSWER_SECONDS)
             answer = b""
             while not answer.endswith(b"\n") and len(answer) < 4096:
@@ -213,15 +214,23 @@ def request(state_dir: Path, seq: int, token: str, log_fd: int) -> ServedSupervi
 
 def spawn() -> None:
     """Start a server for this environment, detached; never waits for it."""
+    path = socket_path()
+    if path is None:
+        return
     with contextlib.suppress(OSError):
-        subprocess.Popen(
-            [sys.executable, "-P", "-m", "pair.runners.ray_forkserver", key()],
-            cwd="/",
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        # Its own errors (a traceback, if it dies) beside its socket, in the private directory.
+        log = os.open(path.with_suffix(".log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            subprocess.Popen(
+                [sys.executable, "-P", "-m", "pair.runners.ray_forkserver", key()],
+                cwd="/",
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
+        finally:
+            os.close(log)
 
 
 def stop(directory: Path) -> list[int]:
@@ -258,7 +267,8 @@ def _read_request(connection: socket.socket) -> tuple[dict[str, Any], int] | Non
             if not chunk:
                 break
             data += chunk
-        body = json.loads(data) if len(data) <= MAX_REQUEST else None
+        whole = data.endswith(b"\n") and len(data) <= MAX_REQUEST
+        body = json.loads(data) if whole else None
         if not isinstance(body, dict):
             return None
         state_dir, seq, token = body.get("state_dir"), body.get("seq"), body.get("token")
