@@ -130,6 +130,7 @@ def test_no_request_goes_to_a_directory_others_can_reach(
 def test_another_environments_key_is_not_served() -> None:
     assert ray_forkserver.key({"RAY_ADDRESS": "a"}) != ray_forkserver.key({"RAY_ADDRESS": "b"})
     assert ray_forkserver.key({"HOME": "x"}) == ray_forkserver.key({})
+    assert ray_forkserver.key({"PYTHONBREAKPOINT": "0"}) == ray_forkserver.key({})
     # A server asked for a key its own interpreter does not have exits before importing Ray.
     stale = _start_server(key="0" * 16)
     assert stale.wait(timeout=30) == 2

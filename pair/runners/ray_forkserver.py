@@ -44,6 +44,9 @@ ANSWER_SECONDS = 5.0  # once sent, the server may have forked: the CLI waits for
 REQUEST_SECONDS = 2.0  # the server's bound on one request
 MAX_REQUEST = 1 << 20
 SOCKET_PATH_MAX = 107  # sockaddr_un's sun_path, less its terminating NUL
+# Read when used, never baked in at start-up; `ray.init` sets it in the environment of a process
+# that connected (`unit create`'s bootstrap), which would otherwise have a server of its own.
+READ_WHEN_USED = frozenset({"PYTHONBREAKPOINT"})
 _CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
@@ -108,7 +111,13 @@ def key(environ: Any = os.environ) -> str:
             with contextlib.suppress(OSError):
                 info = name.stat()
                 parts.append([str(name), info.st_size, info.st_mtime_ns])
-    parts.append(sorted((k, v) for k, v in environ.items() if k.startswith(("RAY_", "PYTHON"))))
+    parts.append(
+        sorted(
+            (k, v)
+            for k, v in environ.items()
+            if k.startswith(("RAY_", "PYTHON")) and k not in READ_WHEN_USED
+        )
+    )
     digest.update(json.dumps(parts).encode())
     return digest.hexdigest()
 
