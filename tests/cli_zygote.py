@@ -164,6 +164,13 @@ def handle(connection: socket.socket, listener: socket.socket) -> None:
 
 def serve(path: str) -> None:
     warm()
+    import gc
+
+    # The warm imports move to the permanent generation: a command's collections never walk
+    # them, so its fork does not copy every page they sit on (measured: 25 -> 20 ms of CPU and
+    # 29 -> 19 ms of wall time per `unit list`).
+    gc.collect()
+    gc.freeze()
     parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)

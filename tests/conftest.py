@@ -497,12 +497,36 @@ def _stop_leftover_turns(box: Sandbox) -> None:
             continue
 
 
-@pytest.fixture(scope="session")  # once per xdist worker, shared by every Ray test
-def cluster() -> Iterator[ray_cluster.RayCluster]:
-    """The real two-node Ray cluster (tests/ray_cluster.py); a skip without Ray."""
-    handle = ray_cluster.start()
-    yield handle
-    ray_cluster.stop(handle)
+_CLUSTERS: list[ray_cluster.RayCluster] = []  # the one running cluster of this process, if any
+
+
+@pytest.fixture
+def cluster() -> ray_cluster.RayCluster:
+    """The real two-node Ray cluster (tests/ray_cluster.py); a skip without Ray. Started by the
+    first test that asks, shared by the ones after it, and stopped as soon as the next test
+    does not need it (`pytest_runtest_teardown`): an idle cluster's daemons cost CPU the rest
+    of the run needs."""
+    if not _CLUSTERS:
+        _CLUSTERS.append(ray_cluster.start())
+    return _CLUSTERS[0]
+
+
+def _stop_cluster() -> None:
+    while _CLUSTERS:
+        ray_cluster.stop(_CLUSTERS.pop())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # The Ray tests run one after another (one `loadgroup` queue, ranked together by
+    # `long_first`), so the cluster's last user is known here; a later Ray test would start a
+    # new one.
+    if _CLUSTERS and (nextitem is None or not on_the_ray_cluster(nextitem)):
+        _stop_cluster()
+
+
+def pytest_sessionfinish() -> None:
+    _stop_cluster()
 
 
 @pytest.fixture(scope="session", autouse=True)
