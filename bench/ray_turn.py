@@ -178,18 +178,18 @@ def _median(samples: list[dict[str, Any]], key: str) -> float:
 
 def _servers(env: dict[str, str]) -> list[str]:
     """The warm Ray supervisor servers (pair.runners.ray_forkserver) the turns started."""
-    from pair.runners import ray_forkserver
+    from pair.runners import ray_warm
 
-    directory = ray_forkserver.run_directory(env)
+    directory = ray_warm.run_directory(env)
     return [path.name for path in directory.glob("ray-*.sock")] if directory else []
 
 
 def _stop_servers(env: dict[str, str]) -> None:
-    from pair.runners import ray_forkserver
+    from pair.runners import ray_warm
 
-    directory = ray_forkserver.run_directory(env) if env else None
+    directory = ray_warm.run_directory(env) if env else None
     if directory is not None:
-        ray_forkserver.stop(directory)
+        ray_warm.stop(directory)
 
 
 def report() -> list[str]:

@@ -30,7 +30,13 @@ from pathlib import Path
 
 from pair.errors import StateError
 from pair.paths import PairPaths
-from pair.state import MarkerUnreadable, read_marker, read_receipt, release_owned_marker
+from pair.state import (
+    MarkerUnreadable,
+    read_marker,
+    read_receipt,
+    release_owned_marker,
+    release_unclaimed_marker,
+)
 from registry.processes import OWN_CHILD, ProcessIdentity, identify, kill_tree
 from registry.timeutil import seconds_from_env
 
@@ -295,15 +301,21 @@ def _warm_supervisor(paths: PairPaths, seq: int, token: str, log_fd: int) -> Sup
     asked for a server for the next turn, never waited for)."""
     if not sys.platform.startswith("linux") or os.environ.get("UNITMGR_PAIR_SUPERVISOR") == "exec":
         return None
-    from pair.runners import ray_forkserver
+    if os.environ.get("UNITMGR_RAY_WARM_SERVER", "").strip() == "0":
+        return None
+    from pair.runners import ray_warm
 
     try:
-        served = ray_forkserver.request(paths.state_dir, seq, token, log_fd)
-    except ray_forkserver.Unanswered as error:
-        # It may have forked one: never a second, cold, for the same turn.
-        raise OSError(str(error)) from None
+        served = ray_warm.request(paths.state_dir, seq, token, log_fd)
+    except ray_warm.Unanswered as error:
+        # It may have forked one: never a second, cold, for the same turn. One that claimed
+        # the turn is the turn's supervisor; one that has not yet never will (the marker goes).
+        claimed = ProcessIdentity.from_json(release_unclaimed_marker(paths, token))
+        if claimed is None:
+            raise OSError(str(error)) from None
+        return ray_warm.ServedSupervisor(claimed.pid, claimed.create_time, paths.state_dir)
     if served is None:
-        ray_forkserver.spawn()
+        ray_warm.spawn()
     return served
 
 
@@ -313,8 +325,15 @@ def _stop_late_supervisor(paths: PairPaths, supervisor: Supervisor, token: str) 
     later. It is our child and not yet reaped, so its pid cannot belong to anyone else — or,
     forked by the warm Ray server, it is killed only as the process its identity records."""
     if getattr(supervisor, "identity", None) is not None:
-        supervisor.kill()  # `ServedSupervisor.kill`: proven by pid and start time
+        supervisor.kill()  # `ServedSupervisor.kill`: proven by identity and place
         supervisor.wait()
+        if supervisor.poll() is None:  # unproven (it left the state dir), or SIGKILL not yet done
+            raise StateError(
+                "supervisor-failed",
+                f"the detached supervisor pid {supervisor.pid} missed its start and could not "
+                "be stopped; its turn stays in flight",
+                next_step="pair cancel",
+            )
         release_owned_marker(paths, token)
         return
     found = identify(supervisor.pid, argv0="pair _supervise")

@@ -123,6 +123,13 @@ class Signer:
             raise OSError(f"the signing key {self.key_file} is not a readable key file")
         return key
 
+    def key(self) -> bytes:
+        """The key itself, made on first use (a local secret kept beside the repositories':
+        `pair.runners.ray_forkserver`'s). Raises OSError when it cannot be read or made."""
+        if not _safe_id(self.key_id):
+            raise OSError(f"not a key id: {self.key_id!r}")
+        return self._read_key() or self._make_key()
+
     def mac(self, subject: str, field: str, value: Any) -> str:
         """The MAC of `value` as `field` of `subject`, making the key on first use."""
         if not _safe_id(self.key_id):

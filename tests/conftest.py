@@ -203,6 +203,9 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     # (a socket's path is at most 107 bytes; tmp_path's can be longer), stopped at its end.
     runtime = Path(tempfile.mkdtemp(prefix="uxr"))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    # Off but in tests/test_ray_forkserver.py: each test has its own HOME, so its own secret
+    # and server, whose start (importing Ray, ~1.5 CPU-s) no later turn of the test would repay.
+    monkeypatch.setenv("UNITMGR_RAY_WARM_SERVER", "0")
     try:
         yield home
     finally:
@@ -213,7 +216,7 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
 def _stop_ray_servers(directory: Path) -> None:
     if not directory.is_dir():
         return
-    from pair.runners.ray_forkserver import stop
+    from pair.runners.ray_warm import stop
 
     for pid in stop(directory):
         wait_until(lambda pid=pid: gone(pid), timeout=10)
