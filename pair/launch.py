@@ -236,7 +236,7 @@ def start_supervisor(
     log_file = paths.turn_file(seq, kind, "-supervisor.log")
     log_fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        supervisor = _warm_supervisor(paths, seq, token, log_fd) if warm else None
+        supervisor = _warm_supervisor(paths, seq, kind, token, log_fd) if warm else None
         if supervisor is None:
             start = _fork_supervisor if fork and _forks() else _exec_supervisor
             supervisor = start(paths, seq, token, log_fd)
@@ -296,7 +296,9 @@ def start_supervisor(
         time.sleep(max(0.0, min(HANDSHAKE_POLL_SECONDS, deadline - time.monotonic())))
 
 
-def _warm_supervisor(paths: PairPaths, seq: int, token: str, log_fd: int) -> Supervisor | None:
+def _warm_supervisor(
+    paths: PairPaths, seq: int, kind: str, token: str, log_fd: int
+) -> Supervisor | None:
     """The warm Ray server's supervisor for this turn, or None (start it cold: `spawn` was
     asked for a server for the next turn, never waited for)."""
     if not sys.platform.startswith("linux") or os.environ.get("UNITMGR_PAIR_SUPERVISOR") == "exec":
@@ -311,12 +313,32 @@ def _warm_supervisor(paths: PairPaths, seq: int, token: str, log_fd: int) -> Sup
         # It may have forked one: never a second, cold, for the same turn. One that claimed
         # the turn is the turn's supervisor; one that has not yet never will (the marker goes).
         claimed = ProcessIdentity.from_json(release_unclaimed_marker(paths, token))
-        if claimed is None:
-            raise OSError(str(error)) from None
-        return ray_warm.ServedSupervisor(claimed.pid, claimed.create_time, paths.state_dir)
+        if claimed is not None:  # named by a file: waited for, never killed
+            return ray_warm.ServedSupervisor(
+                claimed.pid, claimed.create_time, paths.state_dir, adopted=True
+            )
+        if paths.turn_file(seq, kind, "-receipt.json").exists():
+            return _Finished()  # it ran and ended within the wait: its receipt is the answer
+        raise OSError(str(error)) from None
     if served is None:
         ray_warm.spawn()
     return served
+
+
+class _Finished:
+    """A served supervisor that is already done (its receipt is written): nothing to signal."""
+
+    pid = 0
+    returncode = 0
+
+    def poll(self) -> int:
+        return 0
+
+    def wait(self) -> int:
+        return 0
+
+    def kill(self) -> None:
+        pass
 
 
 def _stop_late_supervisor(paths: PairPaths, supervisor: Supervisor, token: str) -> None:
@@ -324,6 +346,8 @@ def _stop_late_supervisor(paths: PairPaths, supervisor: Supervisor, token: str) 
     partner it may have started meanwhile), then release the marker: no orphan may run the turn
     later. It is our child and not yet reaped, so its pid cannot belong to anyone else — or,
     forked by the warm Ray server, it is killed only as the process its identity records."""
+    if isinstance(supervisor, _Finished):
+        return
     if getattr(supervisor, "identity", None) is not None:
         supervisor.kill()  # `ServedSupervisor.kill`: proven by identity and place
         supervisor.wait()

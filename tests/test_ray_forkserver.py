@@ -158,22 +158,45 @@ def test_another_environments_key_is_not_served() -> None:
 
 
 def _handshake(path: Path, secret: bytes, body: bytes, fds: list[int]) -> bytes:
-    """A client's whole exchange with `secret` (right or wrong); the server's last answer."""
+    """A client's whole exchange with `secret` (right or wrong); the server's answer line."""
     mine = os.urandom(16).hex().encode()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.settimeout(10)
         connection.connect(str(path))
+        server = ray_warm.peer(connection)[0]
         connection.sendall(mine + b"\n")
         hello = json.loads(connection.recv(4096))
-        proof = ray_warm._mac(secret, b"client", hello["nonce"].encode(), body)
+        theirs = hello["nonce"].encode()
+        proof = ray_warm.request_proof(secret, mine, theirs, server, os.getpid(), body)
         socket.send_fds(connection, [body + b"\n" + proof.encode() + b"\n"], fds)
         answer = b""
-        while not answer.endswith(b"\n"):
+        while answer.count(b"\n") < 2:
             chunk = connection.recv(4096)
             if not chunk:
                 break
             answer += chunk
-        return answer
+        return answer.split(b"\n")[0]
+
+
+def _relay(path: Path, target: Path) -> Any:
+    """A process in the middle: whatever either side sends goes on to the other; what the
+    client sent is recorded."""
+
+    def behave(connection: socket.socket, got: dict[str, Any]) -> None:
+        got["from_client"] = b""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as onward:
+            onward.connect(str(target))
+            connection.settimeout(5)
+            onward.settimeout(5)
+            with contextlib.suppress(OSError):
+                nonce = connection.recv(100)
+                got["from_client"] += nonce
+                onward.sendall(nonce)
+                connection.sendall(onward.recv(4096))  # the real server's hello
+                while chunk := connection.recv(65536):
+                    got["from_client"] += chunk
+
+    return _fake_server(path, behave)
 
 
 def test_only_a_client_holding_the_secret_is_served_and_a_stalled_one_holds_up_no_one(
@@ -211,6 +234,14 @@ def test_only_a_client_holding_the_secret_is_served_and_a_stalled_one_holds_up_n
             assert served is not None
             # It ran as a supervisor does, found no turn of its own in `state`, and left.
             assert served.wait() != 0 and served.poll() is not None
+            # A relay between the lead and the real server (at the lead's socket path): the
+            # server's proof names both ends the kernel saw, so the lead sends it nothing.
+            relay_path = ray_warm.socket_path()
+            assert relay_path is not None and relay_path != path
+            thread, got = _relay(relay_path, path)
+            assert ray_warm.request(state, 1, "t", log) is None
+            thread.join(timeout=10)
+            assert len(got["from_client"]) == 33  # its nonce and newline, nothing more
         finally:
             os.close(log)
         assert server.wait(timeout=30) == 0  # idle: it exits, and takes its socket with it
@@ -293,14 +324,15 @@ def _marker_of(state: Path, supervisor: dict[str, Any] | None) -> Any:
 
 def _proving_then_silent(claim: Any) -> Any:
     """A server that proves the secret, takes the request, maybe lets a supervisor claim the
-    turn, and dies before answering."""
+    turn, and dies before answering. (In this process: both ends' pid is this test's.)"""
     secret = ray_warm._secret()
     assert secret is not None
 
     def behave(connection: socket.socket, got: dict[str, Any]) -> None:
         theirs = connection.recv(100).strip()
-        hello = {"nonce": "n", "proof": ray_warm._mac(secret, b"server", theirs)}
-        connection.sendall(json.dumps(hello).encode() + b"\n")
+        mine = os.urandom(16).hex().encode()
+        proof = ray_warm.hello_proof(secret, theirs, mine, os.getpid(), os.getpid())
+        connection.sendall(json.dumps({"nonce": mine.decode(), "proof": proof}).encode() + b"\n")
         data, fds, _, _ = socket.recv_fds(connection, 1 << 21, 4)
         for fd in fds:
             os.close(fd)
@@ -314,6 +346,7 @@ def test_a_request_sent_and_not_answered_never_leaves_a_turn_without_its_marker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pair import launch
+    from pair.errors import StateError
 
     monkeypatch.delenv("UNITMGR_RAY_WARM_SERVER")
     from pair.state import read_marker
@@ -329,13 +362,14 @@ def test_a_request_sent_and_not_answered_never_leaves_a_turn_without_its_marker(
         paths = _marker_of(state, None)
         thread, got = _fake_server(path, _proving_then_silent(lambda: None))
         with pytest.raises(OSError, match="did not answer"):
-            launch._warm_supervisor(paths, 1, "tok", log)
+            launch._warm_supervisor(paths, 1, "task", "tok", log)
         thread.join(timeout=10)
         assert b'"token": "tok"' in got["request"]
         assert read_marker(paths) is None
 
-        # Claimed by the time the CLI looks: that supervisor is the turn's, the marker stays,
-        # and a missed start kills it (it runs in the turn's state directory).
+        # Claimed by the time the CLI looks: that supervisor is the turn's and the marker
+        # stays. Its name came from a file an executor can write: a missed start never kills
+        # it, the turn stays in flight for `pair cancel` to prove and stop.
         path.unlink()
         claimant = subprocess.Popen(["sleep", "300"], cwd=state, start_new_session=True)
         try:
@@ -347,18 +381,35 @@ def test_a_request_sent_and_not_answered_never_leaves_a_turn_without_its_marker(
                 _marker_of(state, identity.to_json())
 
             thread, got = _fake_server(path, _proving_then_silent(claim))
-            served = launch._warm_supervisor(paths, 1, "tok", log)
+            served = launch._warm_supervisor(paths, 1, "task", "tok", log)
             thread.join(timeout=10)
             assert served is not None and served.pid == claimant.pid
             assert served.poll() is None
             marker = read_marker(paths)
             assert marker is not None and marker.supervisor == identity.to_json()
-            launch._stop_late_supervisor(paths, served, "tok")
-            assert claimant.wait(timeout=10) == -9
-            assert read_marker(paths) is None
+            with pytest.raises(StateError, match="stays in flight") as refused:
+                launch._stop_late_supervisor(paths, served, "tok")
+            assert refused.value.next_step == "pair cancel"
+            assert claimant.poll() is None
+            assert read_marker(paths) is not None
         finally:
-            if claimant.poll() is None:
-                claimant.kill()
-                claimant.wait()
+            claimant.kill()
+            claimant.wait()
+
+        # Claimed and already done (the marker released, the receipt written): its receipt is
+        # the answer, not a failure to start.
+        path.unlink()
+        paths = _marker_of(state, None)
+
+        def finish() -> None:
+            paths.marker_file.unlink()
+            receipt = paths.turn_file(1, "task", "-receipt.json")
+            receipt.parent.mkdir(parents=True, exist_ok=True)
+            receipt.write_text("{}")
+
+        thread, got = _fake_server(path, _proving_then_silent(finish))
+        done = launch._warm_supervisor(paths, 1, "task", "tok", log)
+        thread.join(timeout=10)
+        assert done is not None and done.poll() == 0
     finally:
         os.close(log)

@@ -13,9 +13,10 @@ token, the session's signature and the runner choice from files, as an exec'd on
 Only the lead may ask (SPEC 8: an executor runs as the same user and can reach any socket of
 ours). Both ends prove they hold a secret kept beside the signing keys (`registry.signing`,
 `$XDG_STATE_HOME/unitmgr/keys`, which an executor cannot read: if it could, it could forge every
-signature anyway) before the requester sends anything that matters: the client an HMAC of the
-server's nonce and the request, the server an HMAC of the client's nonce — so a process posing
-as the server learns nothing either. The socket is `ray-<key>.sock` in a private directory
+signature anyway) before the requester sends anything that matters, each proof an HMAC over
+both nonces and both ends' pids as SO_PEERCRED reports them, and the answer's too — so neither
+a process posing as the server nor one relaying between the two learns or names anything.
+The socket is `ray-<key>.sock` in a private directory
 (`$XDG_RUNTIME_DIR/unitmgr`, else `~/.cache/unitmgr/run`, 0700 and ours, or not used at all);
 `key` is an HMAC under that secret over what the warm process baked in: the interpreter, its
 `sys.path` and its directories' mtimes (an installed or removed package), the size and mtime
@@ -39,10 +40,14 @@ from pair.runners.ray_warm import (
     IDLE_SECONDS,
     MAX_REQUEST,
     REQUEST_SECONDS,
-    _mac,
+    _is_nonce,
+    _nonce,
     _read_lines,
     _secret,
+    answer_proof,
+    hello_proof,
     peer,
+    request_proof,
     socket_path,
 )
 
@@ -82,25 +87,31 @@ def _handle(
     from registry.signing import compare_digest
 
     deadline = time.monotonic() + REQUEST_SECONDS
-    if peer(connection)[1] != os.getuid():
+    client, uid = peer(connection)
+    if uid != os.getuid():
         return
     lines = _read_lines(connection, deadline, 64)
-    if not lines or not lines[0]:
+    if not lines or not _is_nonce(lines[0]):
         return
-    theirs = lines[0]
-    mine = os.urandom(16).hex().encode()
-    hello = {"nonce": mine.decode(), "proof": _mac(secret, b"server", theirs)}
+    # SO_PEERCRED names the process that listened (the server), not this handler.
+    theirs, mine, me = lines[0], _nonce(), os.getppid()
+    hello = {"nonce": mine.decode(), "proof": hello_proof(secret, theirs, mine, me, client)}
     connection.sendall(json.dumps(hello).encode() + b"\n")
+
+    def answer(reply: dict[str, Any]) -> None:
+        text = json.dumps(reply).encode()
+        proof = answer_proof(secret, theirs, mine, text).encode()
+        connection.sendall(text + b"\n" + proof + b"\n")
+
     fds: list[int] = []
     try:
         lines = _read_lines(connection, deadline, MAX_REQUEST + 66, 2, fds)
         data, proof = lines if lines else (b"", b"")
-        proven = bool(data) and compare_digest(
-            proof.decode("ascii", "replace"), _mac(secret, b"client", mine, data)
-        )
+        expected = request_proof(secret, theirs, mine, me, client, data)
+        proven = bool(data) and compare_digest(proof.decode("ascii", "replace"), expected)
         body: Any = json.loads(data) if proven else None
         if not _valid(body) or len(fds) != 1:
-            connection.sendall(b'{"refused": "not a proven, whole request"}\n')
+            answer({"refused": "not a proven, whole request"})
             return
         log_fd = fds.pop()
         gc.freeze()  # the child never collects (and so never closes) the server's objects
@@ -111,8 +122,7 @@ def _handle(
             state_dir = Path(body["state_dir"])
             _become_supervisor(supervise, state_dir, body["seq"], body["token"], log_fd, environ)
         os.close(log_fd)
-        answer = {"pid": pid, "create_time": _own_create_time(pid)}
-        connection.sendall(json.dumps(answer).encode() + b"\n")
+        answer({"pid": pid, "create_time": _own_create_time(pid)})
     finally:
         for fd in fds:
             os.close(fd)

@@ -22,18 +22,23 @@ if TYPE_CHECKING:
     from typing import Any
 
 IDLE_SECONDS = 600.0
-CONNECT_SECONDS = 0.5  # the CLI's connect and the server's proof: past it (nothing sent), cold
+CONNECT_SECONDS = 0.5  # the CLI's connect: past it (nothing sent), the turn goes cold
+HELLO_SECONDS = 1.0  # the server's proof (a handler's fork first); past it, cold (~0.6 s more)
 ANSWER_SECONDS = 5.0  # once sent, the server may have forked: the CLI waits for its answer
 REQUEST_SECONDS = 1.0  # a handler's bound on reading one whole request
 MAX_REQUEST = 1 << 20
 SOCKET_PATH_MAX = 107  # sockaddr_un's sun_path, less its terminating NUL
-SECRET_ID = "ray-forkserver"  # its file among the signing keys (never a repository id's shape)
+SECRET_ID = "ray-forkserver"  # its file among the signing keys (registry.signing.LOCAL_SECRETS)
 # Read when used, never baked in at start-up; `ray.init` sets it in the environment of a process
 # that connected (`unit create`'s bootstrap), which would otherwise have a server of its own.
 READ_WHEN_USED = frozenset({"PYTHONBREAKPOINT"})
 # What the server's own environment keeps: what its imports and its socket's place read. The
 # requester's whole environment (tokens included) goes only to the supervisor it asked for.
-SERVER_ENVIRONMENT = ("RAY_", "PYTHON", "XDG_", "HOME", "PATH", "LANG", "LC_", "TMPDIR")
+SERVER_ENVIRONMENT = ("RAY_", "PYTHON", "XDG_", "LC_")
+SERVER_VARIABLES = frozenset({"HOME", "PATH", "LANG", "TMPDIR"})
+# Never in the server's environment nor its key, whatever the prefix (a cluster's token: the
+# server never connects, and each supervisor gets its requester's own).
+SECRET_SUFFIXES = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIALS", "AUTH")
 _CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
@@ -63,13 +68,52 @@ def run_directory(environ: Any = os.environ) -> Path | None:
 
 
 def _secret() -> bytes | None:
-    """The lead's secret for this server (made on first use, 0600), or None if it cannot be."""
-    from registry.signing import Signer
+    """The lead's secret for this server (its key file made on first use, 0600), derived for
+    this use alone: a MAC the handshake computes is never one a signature check accepts."""
+    from registry.signing import Signer, hmac_sha256
 
     try:
-        return Signer(SECRET_ID).key()
+        stored = Signer(SECRET_ID).key()
     except OSError:
         return None
+    return bytes.fromhex(hmac_sha256(stored, b"unitmgr ray-forkserver handshake v1"))
+
+
+def _nonce() -> bytes:
+    return os.urandom(16).hex().encode()
+
+
+def _is_nonce(value: object) -> bool:
+    return (
+        isinstance(value, bytes)
+        and len(value) == 32
+        and all(c in b"0123456789abcdef" for c in value)
+    )
+
+
+def _kept(name: str) -> bool:
+    """Whether a variable is one the server keeps (and its key covers)."""
+    if name.upper().endswith(SECRET_SUFFIXES):
+        return False
+    return name.startswith(SERVER_ENVIRONMENT) or name in SERVER_VARIABLES
+
+
+def hello_proof(
+    secret: bytes, client_nonce: bytes, server_nonce: bytes, server: int, client: int
+) -> str:
+    """The server's proof: both nonces and both ends' pids as the kernel reports them, so a
+    relay between the two (it sees its own pid on each side) proves nothing to either."""
+    return _mac(secret, b"server", client_nonce, server_nonce, b"%d" % server, b"%d" % client)
+
+
+def request_proof(
+    secret: bytes, client_nonce: bytes, server_nonce: bytes, server: int, client: int, data: bytes
+) -> str:
+    return _mac(secret, b"client", client_nonce, server_nonce, b"%d" % server, b"%d" % client, data)
+
+
+def answer_proof(secret: bytes, client_nonce: bytes, server_nonce: bytes, answer: bytes) -> str:
+    return _mac(secret, b"answer", client_nonce, server_nonce, answer)
 
 
 def _mac(secret: bytes, *parts: bytes) -> str:
@@ -109,7 +153,7 @@ def key(environ: Any = os.environ, secret: bytes | None = None) -> str:
         sorted(
             (k, v)
             for k, v in environ.items()
-            if k.startswith(("RAY_", "PYTHON")) and k not in READ_WHEN_USED
+            if k.startswith(("RAY_", "PYTHON")) and _kept(k) and k not in READ_WHEN_USED
         )
     )
     secret = secret if secret is not None else (_secret() or b"")
@@ -162,14 +206,20 @@ class Unanswered(Exception):
 
 class ServedSupervisor:
     """A supervisor the warm server forked: not our child, so its liveness and its kill go by
-    its identity (pid and start time, from the server's answer or the marker it claimed) and
-    by where it runs (the turn's state directory), never by a pid alone."""
+    its identity (pid and start time, from the server's proven answer) and by where it runs
+    (the turn's state directory, resolved now: a symlink swapped in later widens nothing).
+    One `adopted` from the marker (a file an executor can write) is waited for, never killed."""
 
-    def __init__(self, pid: int, create_time: float, state_dir: Path) -> None:
+    def __init__(
+        self, pid: int, create_time: float, state_dir: Path, *, adopted: bool = False
+    ) -> None:
         from registry.processes import ProcessIdentity
 
         self.pid = pid
-        self.state_dir = state_dir
+        self.adopted = adopted
+        # A state dir reached through a symlink proves nothing: no place to kill in.
+        real = os.path.realpath(state_dir)
+        self.place = real if real == os.path.abspath(state_dir) and real != "/" else None
         self.identity = ProcessIdentity(pid=pid, create_time=create_time, pgid=pid)
         self.returncode: int | None = None
 
@@ -181,14 +231,13 @@ class ServedSupervisor:
         return self.returncode
 
     def kill(self) -> None:
-        """SIGKILL it, its group and its descendants — only while it is the recorded process
-        and runs in the turn's state directory (where `_become_supervisor` put it)."""
+        """SIGKILL it, its group and its descendants — only while it is the recorded process,
+        runs in the turn's state directory, and came from the server's own answer."""
         from registry.processes import kill_tree
         from registry.proof import Proof
 
-        if self.poll() is None:
-            proof = Proof(cwd_within=(os.path.realpath(self.state_dir),))
-            kill_tree(self.identity, proof=proof, grace_seconds=0)
+        if self.poll() is None and not self.adopted and self.place is not None:
+            kill_tree(self.identity, proof=Proof(cwd_within=(self.place,)), grace_seconds=0)
 
     def wait(self) -> int:
         from registry.processes import wait_gone
@@ -222,36 +271,53 @@ def request(
     data = json.dumps(body).encode()
     if len(data) > MAX_REQUEST:
         return None
-    mine = os.urandom(16).hex().encode()
+    mine = _nonce()
+    me = os.getpid()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         try:
             connection.settimeout(CONNECT_SECONDS)
             connection.connect(str(path))
-            if peer(connection)[1] != os.getuid():
+            server, uid = peer(connection)
+            if uid != os.getuid():
                 return None
             connection.sendall(mine + b"\n")
-            lines = _read_lines(connection, time.monotonic() + CONNECT_SECONDS, 256)
+            lines = _read_lines(connection, time.monotonic() + HELLO_SECONDS, 256)
             hello = json.loads(lines[0]) if lines else None
-            if not isinstance(hello, dict) or not isinstance(hello.get("nonce"), str):
+            theirs = hello.get("nonce", "").encode() if isinstance(hello, dict) else b""
+            if not _is_nonce(theirs):
                 return None
             from registry.signing import compare_digest
 
-            if not compare_digest(str(hello.get("proof")), _mac(secret, b"server", mine)):
-                return None  # not our server: it learns nothing
-            theirs = hello["nonce"].encode()
-            message = data + b"\n" + _mac(secret, b"client", theirs, data).encode() + b"\n"
-            sent = socket.send_fds(connection, [message], [log_fd])
-            connection.sendall(message[sent:])
+            expected = hello_proof(secret, mine, theirs, server, me)
+            if not compare_digest(str(hello.get("proof")), expected):  # type: ignore[union-attr]
+                return None  # not our server, or not directly: it learns nothing
+            proof = request_proof(secret, mine, theirs, server, me, data)
+            message = data + b"\n" + proof.encode() + b"\n"
         except (OSError, ValueError):
-            # The server forks only for a whole, proven request: one that did not all go
-            # started nothing.
-            return None
+            return None  # nothing of the request was sent
+        # The server forks only for a whole, proven request: one whose last byte did not go
+        # started nothing (a failure after it did is an unanswered request, below).
+        sent = 0
         try:
-            lines = _read_lines(connection, time.monotonic() + ANSWER_SECONDS, 4096)
-            reply = json.loads(lines[0]) if lines else None
+            sent = socket.send_fds(connection, [message], [log_fd])
+            while sent < len(message):
+                sent += connection.send(message[sent:])
+        except OSError:
+            if sent < len(message):
+                return None
+        try:
+            lines = _read_lines(connection, time.monotonic() + ANSWER_SECONDS, 4096, 2)
+            if not lines:
+                raise ValueError("no whole answer")
+            answer, signed = lines
+            if not compare_digest(
+                signed.decode("ascii", "replace"), answer_proof(secret, mine, theirs, answer)
+            ):
+                raise ValueError("an answer without the server's proof")
+            reply = json.loads(answer)
             if isinstance(reply, dict) and "refused" in reply:
                 return None  # it forked nothing
-            pid, create_time = reply["pid"], reply["create_time"]  # type: ignore[index]
+            pid, create_time = reply["pid"], reply["create_time"]
             if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
                 raise ValueError(pid)
             if not isinstance(create_time, int | float) or isinstance(create_time, bool):
@@ -273,7 +339,7 @@ def spawn() -> None:
     path = socket_path()
     if path is None:
         return
-    environ = {k: v for k, v in os.environ.items() if k.startswith(SERVER_ENVIRONMENT)}
+    environ = {k: v for k, v in os.environ.items() if _kept(k)}
     with contextlib.suppress(OSError):
         # Its own errors (a traceback, if it dies) beside its socket, in the private directory.
         log = os.open(path.with_suffix(".log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
