@@ -234,12 +234,11 @@ def test_only_a_client_holding_the_secret_is_served_and_a_stalled_one_holds_up_n
             assert served is not None
             # It ran as a supervisor does, found no turn of its own in `state`, and left.
             assert served.wait() != 0 and served.poll() is not None
-            # A relay between the lead and the real server (at the lead's socket path): the
+            # A relay between the lead and the real server (as if at the socket's path): the
             # server's proof names both ends the kernel saw, so the lead sends it nothing.
-            relay_path = ray_warm.socket_path()
-            assert relay_path is not None and relay_path != path
+            relay_path = path.with_name("ray-relay.sock")
             thread, got = _relay(relay_path, path)
-            assert ray_warm.request(state, 1, "t", log) is None
+            assert ray_warm.request(state, 1, "t", log, path=relay_path) is None
             thread.join(timeout=10)
             assert len(got["from_client"]) == 33  # its nonce and newline, nothing more
         finally:
