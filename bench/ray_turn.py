@@ -176,9 +176,26 @@ def _median(samples: list[dict[str, Any]], key: str) -> float:
     return statistics.median(sample[key] for sample in samples)
 
 
+def _servers(env: dict[str, str]) -> list[str]:
+    """The warm Ray supervisor servers (pair.runners.ray_forkserver) the turns started."""
+    from pair.runners import ray_warm
+
+    directory = ray_warm.run_directory(env)
+    return [path.name for path in directory.glob("ray-*.sock")] if directory else []
+
+
+def _stop_servers(env: dict[str, str]) -> None:
+    from pair.runners import ray_warm
+
+    directory = ray_warm.run_directory(env) if env else None
+    if directory is not None:
+        ray_warm.stop(directory)
+
+
 def report() -> list[str]:
     root = Path(tempfile.mkdtemp(prefix="rb-", dir="/tmp"))  # short socket paths
     cluster = None
+    env: dict[str, str] = {}
     try:
         cluster, ray_env = _cluster(root)
         (root / "home").mkdir()
@@ -206,6 +223,7 @@ def report() -> list[str]:
                 if index:
                     samples[label].append(sample)
         loads.append(os.getloadavg()[0])
+        servers = _servers(env)
         bundles = []
         for count in (1, 100):
             body = root / f"commits-{count}.md"
@@ -218,6 +236,9 @@ def report() -> list[str]:
             )
         loads.append(os.getloadavg()[0])
     finally:
+        for log in (root / "home").rglob("ray-*.log"):
+            sys.stderr.write(f"{log}:\n{log.read_text()}")  # a warm server's own errors
+        _stop_servers(env)
         if cluster is not None:
             cluster.shutdown()
         shutil.rmtree(root, ignore_errors=True)
@@ -232,6 +253,11 @@ def report() -> list[str]:
         "| runner | send → partner started | Ray − local | partner exit → receipt | Ray − local "
         "| whole send | base bundle |",
         "|---|---|---|---|---|---|---|",
+    ]
+    lines[2:2] = [
+        f"warm Ray supervisor server after the rounds: {servers or 'none'} "
+        "(the first Ray turn, in the warm-up round, runs cold and starts it)",
+        "",
     ]
     for label, runs in samples.items():
         to_start, to_receipt = _median(runs, "start"), _median(runs, "receipt")

@@ -30,7 +30,13 @@ from pathlib import Path
 
 from pair.errors import StateError
 from pair.paths import PairPaths
-from pair.state import MarkerUnreadable, read_marker, read_receipt, release_owned_marker
+from pair.state import (
+    MarkerUnreadable,
+    read_marker,
+    read_receipt,
+    release_owned_marker,
+    release_unclaimed_marker,
+)
 from registry.processes import OWN_CHILD, ProcessIdentity, identify, kill_tree
 from registry.timeutil import seconds_from_env
 
@@ -157,13 +163,22 @@ def _fork_supervisor(paths: PairPaths, seq: int, token: str, log_fd: int) -> Sup
 
 
 def _become_supervisor(
-    supervise: Any, state_dir: Path, seq: int, token: str, log_fd: int
+    supervise: Any,
+    state_dir: Path,
+    seq: int,
+    token: str,
+    log_fd: int,
+    environ: dict[str, str] | None = None,
 ) -> NoReturn:
     """The forked child: detach, keep only stdio, run the turn, and `os._exit` — whatever
-    happens, control never returns into the caller's stack."""
+    happens, control never returns into the caller's stack. `environ` replaces the process's
+    environment (the warm Ray server's child takes its requester's: `ray_forkserver`)."""
     code = 1
     try:
         os.setsid()
+        if environ is not None:
+            os.environ.clear()
+            os.environ.update(environ)
         os.chdir(state_dir)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -209,17 +224,22 @@ def start_supervisor(
     *,
     handshake_seconds: float = HANDSHAKE_SECONDS,
     fork: bool = True,
+    warm: bool = False,
 ) -> dict[str, Any]:
     """Start the supervisor; return the running record once the partner started (a remote
     partner, SPEC 4.3, counts: `remote_partner`) or the receipt. `handshake_seconds` is the
     default bound (a Ray turn's: connect, place the actor, start the partner on its node);
-    `fork=False` always starts a fresh interpreter (a Ray driver must not inherit a fork)."""
+    `fork=False` always starts a fresh interpreter. `warm` (a Ray turn's) asks the warm Ray
+    server (`pair.runners.ray_forkserver`) to fork it, with `ray` imported; with no server this
+    turn starts cold and a server is started for the next."""
     _reap_finished()
     log_file = paths.turn_file(seq, kind, "-supervisor.log")
     log_fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        start = _fork_supervisor if fork and _forks() else _exec_supervisor
-        supervisor = start(paths, seq, token, log_fd)
+        supervisor = _warm_supervisor(paths, seq, kind, token, log_fd) if warm else None
+        if supervisor is None:
+            start = _fork_supervisor if fork and _forks() else _exec_supervisor
+            supervisor = start(paths, seq, token, log_fd)
     except OSError as error:
         release_owned_marker(paths, token)
         raise StateError(
@@ -276,10 +296,70 @@ def start_supervisor(
         time.sleep(max(0.0, min(HANDSHAKE_POLL_SECONDS, deadline - time.monotonic())))
 
 
+def _warm_supervisor(
+    paths: PairPaths, seq: int, kind: str, token: str, log_fd: int
+) -> Supervisor | None:
+    """The warm Ray server's supervisor for this turn, or None (start it cold: `spawn` was
+    asked for a server for the next turn, never waited for)."""
+    if not sys.platform.startswith("linux") or os.environ.get("UNITMGR_PAIR_SUPERVISOR") == "exec":
+        return None
+    if os.environ.get("UNITMGR_RAY_WARM_SERVER", "").strip() == "0":
+        return None
+    from pair.runners import ray_warm
+
+    try:
+        served = ray_warm.request(paths.state_dir, seq, token, log_fd)
+    except ray_warm.Unanswered as error:
+        # It may have forked one: never a second, cold, for the same turn. One that claimed
+        # the turn is the turn's supervisor; one that has not yet never will (the marker goes).
+        claimed = ProcessIdentity.from_json(release_unclaimed_marker(paths, token))
+        if claimed is not None:  # named by a file: waited for, never killed
+            return ray_warm.ServedSupervisor(
+                claimed.pid, claimed.create_time, paths.state_dir, adopted=True
+            )
+        if paths.turn_file(seq, kind, "-receipt.json").exists():
+            return _Finished()  # it ran and ended within the wait: its receipt is the answer
+        raise OSError(str(error)) from None
+    if served is None:
+        ray_warm.spawn()
+    return served
+
+
+class _Finished:
+    """A served supervisor that is already done (its receipt is written): nothing to signal."""
+
+    pid = 0
+    returncode = 0
+
+    def poll(self) -> int:
+        return 0
+
+    def wait(self) -> int:
+        return 0
+
+    def kill(self) -> None:
+        pass
+
+
 def _stop_late_supervisor(paths: PairPaths, supervisor: Supervisor, token: str) -> None:
     """Kill a supervisor that missed its handshake, with its group and every descendant (a
     partner it may have started meanwhile), then release the marker: no orphan may run the turn
-    later. It is our child and not yet reaped, so its pid cannot belong to anyone else."""
+    later. It is our child and not yet reaped, so its pid cannot belong to anyone else — or,
+    forked by the warm Ray server, it is killed only as the process its identity records."""
+    if isinstance(supervisor, _Finished):
+        return
+    if getattr(supervisor, "identity", None) is not None:
+        supervisor.kill()  # `ServedSupervisor.kill`: proven by identity and place
+        supervisor.wait()
+        if supervisor.poll() is None:  # unproven (it left the state dir), or SIGKILL not yet done
+            raise StateError(
+                "supervisor-failed",
+                f"the detached supervisor pid {supervisor.pid} missed its start and could not "
+                "be stopped; its turn stays in flight",
+                next_step="pair cancel",
+            )
+        release_owned_marker(paths, token)
+        return
     found = identify(supervisor.pid, argv0="pair _supervise")
     if found is not None:
         # No grace: on SIGTERM a supervisor would still finish and write a receipt.

@@ -243,6 +243,23 @@ def release_owned_marker(paths: PairPaths, token: str) -> str | None:
         return None
 
 
+def release_unclaimed_marker(paths: PairPaths, token: str) -> dict[str, Any] | None:
+    """Remove the marker `token` owns unless a supervisor has claimed it; the claimant's recorded
+    identity when one has (then the turn is running). Under the marker's mutex, so a supervisor
+    that claims it later finds it gone and exits (`supervise`'s `EXIT_NOT_OWNER`)."""
+    with marker_mutex(paths):
+        try:
+            marker = read_marker(paths)
+        except MarkerUnreadable:
+            return None
+        if marker is None or marker.owner_token != token:
+            return None
+        if isinstance(marker.supervisor, dict):
+            return marker.supervisor
+        remove_file(paths.marker_file)
+        return None
+
+
 def read_receipt(path: Path) -> dict[str, Any] | None:
     """A receipt, None when there is none, `{unreadable, error}` when it cannot be used. It is
     reached from `<git-dir>` (or an archive's own dir), so a symlinked `pair/` or `transcripts/`

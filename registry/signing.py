@@ -57,6 +57,11 @@ def key_dir() -> Path:
     return state_home() / "keys"
 
 
+# Local secrets kept beside the repositories' keys, never a signature's (a record names its key
+# by id, and an executor writes records): `pair.runners.ray_warm`'s.
+LOCAL_SECRETS = frozenset({"ray-forkserver"})
+
+
 def _safe_id(key_id: str) -> bool:
     return bool(key_id) and "/" not in key_id and key_id not in (".", "..") and "\0" not in key_id
 
@@ -123,16 +128,25 @@ class Signer:
             raise OSError(f"the signing key {self.key_file} is not a readable key file")
         return key
 
+    def key(self) -> bytes:
+        """The key itself, made on first use (a local secret kept beside the repositories':
+        `pair.runners.ray_forkserver`'s). Raises OSError when it cannot be read or made."""
+        if not _safe_id(self.key_id):
+            raise OSError(f"not a key id: {self.key_id!r}")
+        return self._read_key() or self._make_key()
+
     def mac(self, subject: str, field: str, value: Any) -> str:
         """The MAC of `value` as `field` of `subject`, making the key on first use."""
         if not _safe_id(self.key_id):
             raise ValueError(f"not a key id: {self.key_id!r}")
+        if self.key_id in LOCAL_SECRETS:
+            raise ValueError(f"not a signing key: {self.key_id!r}")
         key = self._read_key() or self._make_key()
         return MAC_PREFIX + hmac_sha256(key, message(subject, field, value))
 
     def verify(self, subject: str, field: str, value: Any, mac: Any) -> bool:
         """Whether `mac` is this repository's MAC of `value`; never makes a key."""
-        key = self._read_key()
+        key = self._read_key() if self.key_id not in LOCAL_SECRETS else None
         if key is None or not isinstance(mac, str) or not mac.startswith(MAC_PREFIX):
             return False
         expected = hmac_sha256(key, message(subject, field, value))

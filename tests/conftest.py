@@ -182,7 +182,7 @@ OUTSIDE_ENVIRONMENT = frozenset(os.environ)
 
 
 @pytest.fixture(autouse=True)
-def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for key in [key for key in os.environ if key not in OUTSIDE_ENVIRONMENT]:
         del os.environ[key]  # left by an earlier test's library, not by its monkeypatch
     home = tmp_path / "home"
@@ -199,7 +199,27 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("GH_TOKEN", PLANTED_TOKENS[0])
     monkeypatch.setenv("GITHUB_TOKEN", PLANTED_TOKENS[1])
-    return home
+    # The warm Ray server's sockets (pair.runners.ray_forkserver): per test, in a short path
+    # (a socket's path is at most 107 bytes; tmp_path's can be longer), stopped at its end.
+    runtime = Path(tempfile.mkdtemp(prefix="uxr"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    # Off but in tests/test_ray_forkserver.py: each test has its own HOME, so its own secret
+    # and server, whose start (importing Ray, ~1.5 CPU-s) no later turn of the test would repay.
+    monkeypatch.setenv("UNITMGR_RAY_WARM_SERVER", "0")
+    try:
+        yield home
+    finally:
+        _stop_ray_servers(runtime / "unitmgr")
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _stop_ray_servers(directory: Path) -> None:
+    if not directory.is_dir():
+        return
+    from pair.runners.ray_warm import stop
+
+    for pid in stop(directory):
+        wait_until(lambda pid=pid: gone(pid), timeout=10)
 
 
 T = TypeVar("T")

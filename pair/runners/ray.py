@@ -149,9 +149,10 @@ class RayRunner(LocalRunner):
             turn.kind,
             turn.lease.token,
             handshake_seconds=HANDSHAKE_SECONDS,
-            # Forked like a local turn's (a caller that loaded Ray is never forked: launch's
-            # rule); the child becomes the Ray driver itself, importing `ray` afresh.
+            # Forked by the warm Ray server (`ray` imported), else like a local turn's (a
+            # caller that loaded Ray is never forked: launch's rule), importing `ray` afresh.
             fork=True,
+            warm=True,
         )
 
     def bootstrap(
@@ -285,9 +286,10 @@ class RayRunner(LocalRunner):
             marker.kind,
             marker.owner_token,
             handshake_seconds=HANDSHAKE_SECONDS,
-            # Forked like a local turn's (a caller that loaded Ray is never forked: launch's
-            # rule); the child becomes the Ray driver itself, importing `ray` afresh.
+            # Forked by the warm Ray server (`ray` imported), else like a local turn's (a
+            # caller that loaded Ray is never forked: launch's rule), importing `ray` afresh.
             fork=True,
+            warm=True,
         )
         return True
 
