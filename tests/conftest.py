@@ -7,6 +7,7 @@ tokens or lead markers from the outside world, and the venv's `bin` first on PAT
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -214,11 +215,23 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
 
 
 def _stop_ray_servers(directory: Path) -> None:
+    """Every warm server of this test: those answering on its sockets, and one started too
+    late to have bound its socket yet (found by the runtime directory in its environment)."""
     if not directory.is_dir():
         return
+    import psutil
+
     from pair.runners.ray_warm import stop
 
-    for pid in stop(directory):
+    stopped = stop(directory)
+    for process in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if "pair.runners.ray_forkserver" not in (process.info["cmdline"] or []):
+                continue
+            if process.environ().get("XDG_RUNTIME_DIR") == str(directory.parent):
+                process.terminate()
+                stopped.append(process.pid)
+    for pid in stopped:
         wait_until(lambda pid=pid: gone(pid), timeout=10)
 
 

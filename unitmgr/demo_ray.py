@@ -36,6 +36,9 @@ def main(keep: bool) -> int:
         "RAY_AUTH_TOKEN": secrets.token_hex(16),
         "UNITMGR_NODE_ROOT": str(root / "nodes"),
         "RAY_USAGE_STATS_ENABLED": "0",
+        # One turn: a warm supervisor server (pair.runners.ray_forkserver) would never serve a
+        # second, and would outlive the demo.
+        "UNITMGR_RAY_WARM_SERVER": "0",
     }
     (root / "ray").mkdir()
     demo.environment.update(ray_env)
