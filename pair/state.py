@@ -213,14 +213,20 @@ def write_marker(paths: PairPaths, marker: Marker) -> None:
     write_text_atomic(paths.marker_file, json.dumps(marker.to_json(), indent=2) + "\n")
 
 
+def _owned(paths: PairPaths, token: str) -> Marker | None:
+    """The marker, if it is readable and `token` owns it (the caller holds its mutex)."""
+    try:
+        marker = read_marker(paths)
+    except MarkerUnreadable:
+        return None
+    return marker if marker is not None and marker.owner_token == token else None
+
+
 def update_owned_marker(paths: PairPaths, token: str, **changes: Any) -> Marker | None:
     """Apply `changes` to the marker if it is still the one `token` owns; else None."""
     with marker_mutex(paths):
-        try:
-            marker = read_marker(paths)
-        except MarkerUnreadable:
-            return None
-        if marker is None or marker.owner_token != token:
+        marker = _owned(paths, token)
+        if marker is None:
             return None
         for key, value in changes.items():
             setattr(marker, key, value)
@@ -248,11 +254,8 @@ def release_unclaimed_marker(paths: PairPaths, token: str) -> dict[str, Any] | N
     identity when one has (then the turn is running). Under the marker's mutex, so a supervisor
     that claims it later finds it gone and exits (`supervise`'s `EXIT_NOT_OWNER`)."""
     with marker_mutex(paths):
-        try:
-            marker = read_marker(paths)
-        except MarkerUnreadable:
-            return None
-        if marker is None or marker.owner_token != token:
+        marker = _owned(paths, token)
+        if marker is None:
             return None
         if isinstance(marker.supervisor, dict):
             return marker.supervisor
