@@ -10,7 +10,6 @@ import math
 import os
 import re
 import stat
-from pathlib import PurePosixPath
 
 from registry.errors import Rewrite, UsageError
 from registry.lazy_re import lazy
@@ -200,7 +199,7 @@ def write_paths(patterns: list[str]) -> list[str]:
                 f"--paths patterns are plain globs, not pathspec magic: {pattern!r}",
                 next_step=fix,
             )
-        if ".." in PurePosixPath(pattern).parts:
+        if ".." in pattern.split("/"):  # PurePosixPath(pattern).parts, without pathlib
             raise UsageError(
                 "invalid-paths",
                 f"--paths patterns may not contain '..': {pattern!r}",
