@@ -75,7 +75,7 @@ NOTIFY_EVENTS = (
 )
 # `worktree_root`'s placeholders (see references/decisions.md).
 TEMPLATE_FIELDS = ("repo", "branch_slug", "branch", "unit")
-_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_PLACEHOLDER = lazy(r"\{([^{}]*)\}")
 
 DEFAULTS: dict[str, Any] = {
     "max_active": 2,

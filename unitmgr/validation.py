@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing's own flag would import typing on the fast reads
 if TYPE_CHECKING:
     from unitmgr.options import RestaffOptions
 
-UNIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+UNIT_ID = lazy(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 MAX_INPUT_FILE_BYTES = 1024 * 1024  # SPEC 3.0, 8: task and addendum files
 EFFORT_REQUIRED = ("claude", "codex", "grok", "opencode")
 # --max-active / --max-held (and the config file's max_active / max_held): a cap on units that a
