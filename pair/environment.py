@@ -12,10 +12,10 @@ partner; still, none may replace what pair sets itself or steer how a process lo
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 
 from registry.environment import child_environment
+from registry.lazy_re import lazy
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ _OWN_VARIABLES = frozenset(
     {"CODEX_HOME", "UNITMGR_UNIT", "PAIR_TURN_TOKEN", "PATH", "HOME", "IFS", "ENV", "BASH_ENV"}
     | {variable for variable, _ in LEAD_MARKERS}
 )
-_VARIABLE_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
+_VARIABLE_NAME = lazy(r"[A-Z][A-Z0-9_]{0,63}")
 _LOADER_PREFIXES = ("LD_", "DYLD_", "PYTHON", "NODE_", "GIT_")
 MAX_SESSION_VARIABLES = 16
 

@@ -8,14 +8,14 @@ refused — except Codex with Codex when the partner's home differs from the lea
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from pathlib import Path
 
 from pair.environment import detect_lead
 from pair.errors import Rewrite, UsageError
+from registry.lazy_re import lazy
 
-IDENTITY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+IDENTITY_NAME = lazy(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
 def codex_home(identity: str) -> str:

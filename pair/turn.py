@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import selectors
 import subprocess
 import time
@@ -28,6 +27,7 @@ from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, Tu
 from registry import bounded
 from registry import light_dataclass as dataclasses
 from registry.atomic import FILE_MODE
+from registry.lazy_re import lazy
 from registry.light_dataclass import dataclass, field
 from registry.processes import OWN_CHILD, ProcessIdentity, group_members, identify, kill_tree
 from registry.redact import StreamRedactor, redact
@@ -42,7 +42,7 @@ POLL_SECONDS = 0.25
 EXIT_DRAIN_SECONDS = 0.5
 KILL_GRACE_SECONDS = 2.0
 CANCEL_GRACE_SECONDS = 5.0
-THROTTLE_PATTERN = re.compile(
+THROTTLE_PATTERN = lazy(
     rb"(?i)(rate.?limit|too many requests|\b429\b|usage limit|quota exceeded|retry(?:ing)? in \d)"
 )
 THROTTLE_LINE_CUT = 300

@@ -20,11 +20,12 @@ TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 
 if TYPE_CHECKING:
     from pathlib import Path
 
-_opened: list[Path] = []  # the registry roots this process opened, last one last
+_opened: list[Path | str] = []  # the registry roots this process opened, last one last
 
 
-def remember(root: Path) -> None:
-    """The registry root this process works in (called when a registry is opened)."""
+def remember(root: Path | str) -> None:
+    """The registry root this process works in (called when a registry is opened; the
+    empty-registry reads give it as text, importing no pathlib)."""
     _opened.append(root)
     del _opened[:-1]
 
@@ -46,11 +47,12 @@ def write(error: BaseException, command_line: str) -> Path | None:
     or None when no registry was opened or the log cannot be written (the document still
     carries the traceback)."""
     import traceback  # only on a failure: off every command's start-up path
+    from pathlib import Path
 
     from registry.atomic import ensure_private_dir, write_text_atomic
     from registry.timeutil import iso_z
 
-    root = _opened[-1] if _opened else None
+    root = Path(_opened[-1]) if _opened else None
     if root is None or not root.parent.is_dir():
         return None
     stamp = iso_z().replace(":", "").replace("-", "")

@@ -26,7 +26,21 @@ def units_dir(common_git_dir: Path) -> Path:
     return registry_root(common_git_dir) / "units"
 
 
-def unit_ids(units: Path) -> list[str]:
+def registry_root_text(common_git_dir: str) -> str:
+    """`str(registry_root(Path(common_git_dir)))`, for the reads that import no pathlib."""
+    from registry.pathtext import joined
+
+    return joined(common_git_dir, REGISTRY_DIR)
+
+
+def units_dir_text(common_git_dir: str) -> str:
+    """`str(units_dir(Path(common_git_dir)))`."""
+    from registry.pathtext import joined
+
+    return joined(registry_root_text(common_git_dir), "units")
+
+
+def unit_ids(units: Path | str) -> list[str]:
     """The ids of the record files in `units`, sorted; none when the directory does not exist."""
     try:
         names = os.listdir(units)

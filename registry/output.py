@@ -7,10 +7,10 @@ progress of long steps goes to stderr. Both pass through `registry.redact`.
 from __future__ import annotations
 
 import json
-import re
 import sys
 
 from registry import terminal
+from registry.lazy_re import lazy
 from registry.redact import redact
 
 TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
@@ -36,10 +36,12 @@ class Rendered:
 
 # C1 controls (8-bit CSI, OSC, ST) and U+2028/U+2029 pass `ensure_ascii=False` raw; a terminal
 # acts on them, so they are written as \\u escapes: still valid JSON, the same values (SPEC 8).
-_RAW_IN_JSON = re.compile("[\u0080-\u009f\u2028\u2029]")
+_RAW_IN_JSON = lazy("[\u0080-\u009f\u2028\u2029]")
 
 
 def escape_raw_controls(text: str) -> str:
+    if text.isascii():  # none of them: no pattern to compile (SPEC 7)
+        return text
     return _RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 

@@ -139,12 +139,14 @@ def redact(text: str) -> str:
 
 # What every TOKEN_SHAPE match starts with; it starts a match only where no word character
 # precedes it. The prefixes cannot overlap one another's start, so `finditer` misses none.
-_TOKEN_START = re.compile(r"gh[pousr]_|github_pat_|sk-")
+_TOKEN_START = lazy(r"gh[pousr]_|github_pat_|sk-")  # compiled once a text holds a prefix
 _WORD_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
 def _may_hold_token(text: str) -> bool:
     """Whether TOKEN_SHAPE can match anywhere in `text` (False means it surely cannot)."""
+    if "gh" not in text and "sk-" not in text and "github_pat_" not in text:  # the prefixes
+        return False
     for match in _TOKEN_START.finditer(text):
         start = match.start()
         if start == 0 or text[start - 1] not in _WORD_CHARACTERS:

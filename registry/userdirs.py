@@ -10,11 +10,13 @@ knows no git and reads no file. It stays free of heavy imports (the fast reads m
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+from registry import pathtext
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
     from hashlib import sha256 as sha256  # noqa: PLC0414 (re-exported for the modules that hash)
+    from pathlib import Path
 else:
     try:  # CPython's own module: `hashlib` costs ~5 ms of imports (its OpenSSL; SPEC 7)
         from _sha256 import sha256
@@ -24,25 +26,36 @@ else:
 APP = "unitmgr"
 
 
-def _home_dir(variable: str, fallback: str) -> Path:
+def _home_dir(variable: str, fallback: str) -> str:
+    """The directory as text, spelled as a Path of it (no pathlib: the empty reads name the
+    machine's config file, SPEC 7)."""
     value = os.environ.get(variable, "")
     # The XDG spec: a relative value is invalid and is ignored.
     if value and os.path.isabs(value):
-        return Path(value)
-    return Path.home() / fallback
+        return pathtext.joined(value)
+    return pathtext.joined(pathtext.home(), fallback)
 
 
 def config_home() -> Path:
     """`$XDG_CONFIG_HOME/unitmgr` (default `~/.config/unitmgr`)."""
-    return _home_dir("XDG_CONFIG_HOME", ".config") / APP
+    from pathlib import Path
+
+    return Path(config_home_text())
+
+
+def config_home_text() -> str:
+    """`str(config_home())`."""
+    return pathtext.joined(_home_dir("XDG_CONFIG_HOME", ".config"), APP)
 
 
 def state_home() -> Path:
     """`$XDG_STATE_HOME/unitmgr` (default `~/.local/state/unitmgr`)."""
-    return _home_dir("XDG_STATE_HOME", ".local/state") / APP
+    from pathlib import Path
+
+    return Path(_home_dir("XDG_STATE_HOME", ".local/state")) / APP
 
 
-def repository_id(common_git_dir: Path) -> str:
+def repository_id(common_git_dir: Path | str) -> str:
     """A stable, readable name for one repository: its folder name and a hash of the real path
     of its common git dir (`myrepo-3f2a9c1d0b7e`).
 
@@ -53,8 +66,11 @@ def repository_id(common_git_dir: Path) -> str:
     """
     real = os.path.realpath(common_git_dir)
     digest = sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    folder = Path(real)
-    name = folder.parent.name if folder.name == ".git" else folder.name.removesuffix(".git")
+    folder = pathtext.joined(real)  # absolute: os.path's name and parent are Path's
+    base = os.path.basename(folder)
+    name = (
+        os.path.basename(os.path.dirname(folder)) if base == ".git" else base.removesuffix(".git")
+    )
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name).strip(".-") or "repo"
     return f"{safe[:40]}-{digest}"
 

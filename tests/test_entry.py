@@ -16,8 +16,12 @@ from unitmgr.entry import _LIST, _STATUS_ALL, simple_options
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("typer", "rich", "github", "git", "psutil")
-# What an empty registry's answer must not load either: together a third of its budget.
-LEAN = ("typing", "dataclasses", "inspect", "registry.records", "unitmgr.views.observe")
+# What an empty registry's answer must not load either: together a third of its budget
+# (pathlib, with urllib.parse and ipaddress, and datetime: its paths and stamp are text).
+LEAN = (
+    "typing", "dataclasses", "inspect", "registry.records", "unitmgr.views.observe", "pathlib",
+    "datetime",
+)  # fmt: skip
 
 
 def _run(module: str, argv: list[str], cwd: Path) -> tuple[int, str, list[str]]:

@@ -33,9 +33,8 @@ from __future__ import annotations
 import os
 import re
 import stat
-from pathlib import Path, PurePosixPath
 
-from registry import userdirs
+from registry import pathtext, userdirs
 from registry.errors import UsageError
 from registry.lazy_re import lazy
 from registry.timeutil import seconds_from_env
@@ -45,6 +44,7 @@ from unitmgr.validation import LIMIT_MAX  # the file's limits are checked like t
 # is refused there too), within their start-up budget (SPEC 7): no typing, no dataclasses.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from unitmgr.git import RepositoryPaths
@@ -75,7 +75,7 @@ NOTIFY_EVENTS = (
 )
 # `worktree_root`'s placeholders (see references/decisions.md).
 TEMPLATE_FIELDS = ("repo", "branch_slug", "branch", "unit")
-_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_PLACEHOLDER = lazy(r"\{([^{}]*)\}")
 
 DEFAULTS: dict[str, Any] = {
     "max_active": 2,
@@ -265,15 +265,32 @@ def flag_or_config(flag: Any, config: ProjectConfig, key: str) -> Any:
 
 def machine_file(common_dir: Path) -> Path:
     """This machine's file: `$XDG_CONFIG_HOME/unitmgr/repos/<repository id>.toml`."""
-    return userdirs.config_home() / "repos" / f"{userdirs.repository_id(common_dir)}.toml"
+    from pathlib import Path
+
+    return Path(_machine_file_text(common_dir))
+
+
+def _machine_file_text(common_dir: Path | str) -> str:
+    home = userdirs.config_home_text()
+    return pathtext.joined(home, "repos", f"{userdirs.repository_id(common_dir)}.toml")
 
 
 def config_paths(common_dir: Path) -> tuple[Path | None, Path]:
     """The repository file (in the main worktree; None without one) and the local file."""
-    from unitmgr.git import main_worktree
+    from pathlib import Path
 
-    main = main_worktree(common_dir)
-    return (main / REPOSITORY_FILE if main else None), machine_file(common_dir)
+    repository_file, local_file = _config_files(common_dir)
+    return (Path(repository_file) if repository_file else None), Path(local_file)
+
+
+def _config_files(common_dir: Path | str) -> tuple[str | None, str]:
+    """`config_paths` as text (what `str()` of those Paths gives): the empty-registry reads
+    name and stat the files without importing pathlib (SPEC 7)."""
+    from unitmgr.git import main_worktree_text
+
+    main = main_worktree_text(common_dir)
+    repository_file = pathtext.joined(main, REPOSITORY_FILE) if main else None
+    return repository_file, _machine_file_text(common_dir)
 
 
 def load_config(toplevel: Path, common_dir: Path) -> ProjectConfig:
@@ -331,8 +348,24 @@ def config_warning(problems: list[UsageError]) -> dict[str, Any] | None:
     }
 
 
+def reads_warning(common_dir: Path | str) -> dict[str, Any] | None:
+    """`load_for_reading(common_dir)[1]`, for a common dir given as text: the empty-registry
+    reads' `config_warning`, with no Path made (the same files, read the same way)."""
+    problems: list[UsageError] = []
+    _read_both(*_config_files(common_dir), problems)
+    return config_warning(problems)
+
+
 def _load(common_dir: Path, problems: list[UsageError] | None) -> ProjectConfig:
     repository_file, local_file = config_paths(common_dir)
+    values, sources = _read_both(repository_file, local_file, problems)
+    return ProjectConfig(repository_file, local_file, values, sources)
+
+
+def _read_both(
+    repository_file: Path | str | None, local_file: Path | str, problems: list[UsageError] | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Both files' valid keys (the local file's win), and the file each key came from."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     files = (("repository", repository_file), ("local", local_file))
@@ -345,10 +378,10 @@ def _load(common_dir: Path, problems: list[UsageError] | None) -> ProjectConfig:
         for key, value in read.items():
             values[key] = value
             sources[key] = source
-    return ProjectConfig(repository_file, local_file, values, sources)
+    return values, sources
 
 
-def _invalid(path: Path, key: str | None, expected: str, *, got: Any = None) -> UsageError:
+def _invalid(path: Path | str, key: str | None, expected: str, *, got: Any = None) -> UsageError:
     where = f"{path}: {key}" if key else str(path)
     found = "" if got is None else f", got {_shown(got)}"
     return UsageError(
@@ -372,7 +405,7 @@ def _refuse_or_note(error: UsageError, problems: list[UsageError] | None) -> Non
 
 
 def _read(
-    path: Path, *, follow_links: bool = True, problems: list[UsageError] | None = None
+    path: Path | str, *, follow_links: bool = True, problems: list[UsageError] | None = None
 ) -> dict[str, Any]:
     """One file's validated keys (flattened: `notify.command`), or {} when it does not exist.
 
@@ -429,7 +462,7 @@ def _read(
     return valid
 
 
-def _check(path: Path, key: str, value: Any) -> None:
+def _check(path: Path | str, key: str, value: Any) -> None:
     def is_int(item: Any) -> bool:
         return isinstance(item, int) and not isinstance(item, bool)
 
@@ -498,14 +531,14 @@ def _check(path: Path, key: str, value: Any) -> None:
         raise _invalid(path, key, expected, got=value)
 
 
-def _check_events(path: Path, key: str, value: Any) -> None:
+def _check_events(path: Path | str, key: str, value: Any) -> None:
     names = [item for item in value if isinstance(item, str)] if isinstance(value, list) else None
     if names is None or len(names) != len(value) or not set(names) <= set(NOTIFY_EVENTS):
         known = ", ".join(NOTIFY_EVENTS)
         raise _invalid(path, key, f"a list of event names drawn from {known}", got=value)
 
 
-def _check_template(path: Path, key: str, value: Any) -> None:
+def _check_template(path: Path | str, key: str, value: Any) -> None:
     fields = ", ".join("{" + name + "}" for name in TEMPLATE_FIELDS)
     expected = f"a non-empty path template string using only {fields}"
     if not isinstance(value, str) or not value.strip() or "\0" in value:
@@ -524,7 +557,7 @@ def _check_template(path: Path, key: str, value: Any) -> None:
         )
 
 
-def _check_paths(path: Path, key: str, value: Any) -> None:
+def _check_paths(path: Path | str, key: str, value: Any) -> None:
     """Globs as `--paths` takes them (unitmgr/validation.py `write_paths`)."""
     from unitmgr.validation import write_paths
 
@@ -538,7 +571,9 @@ def _check_paths(path: Path, key: str, value: Any) -> None:
             raise _invalid(path, key, expected, got=item) from None
 
 
-def _check_copy(path: Path, key: str, value: Any) -> None:
+def _check_copy(path: Path | str, key: str, value: Any) -> None:
+    from pathlib import PurePosixPath
+
     expected = "a list of relative paths inside the repository (no '..', no leading '/')"
     if not isinstance(value, list):
         raise _invalid(path, key, expected, got=value)

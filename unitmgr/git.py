@@ -17,19 +17,22 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-from pathlib import Path
 
+from registry import pathtext
 from registry.environment import child_environment
 from registry.errors import Rewrite, StateError, hold_interrupts, release_interrupts
 from registry.redact import redact
 from registry.timeutil import seconds_from_env
 
 # `unit list` and `unit status --all` on an empty registry run one git call and must start in
-# at most 5x a bare Python (SPEC 7): nothing here imports typing, dataclasses or psutil (the
-# value types are plain classes; registry/processes.py is imported only to stop a child).
+# at most 3x a bare Python (SPEC 7): nothing here imports typing, dataclasses or psutil (the
+# value types are plain classes; registry/processes.py is imported only to stop a child), nor
+# pathlib: the functions that make a Path import it, and the empty reads make none (the
+# repository is resolved as text, registry/pathtext.py; a git call takes a `cwd` as text too).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
 
 def stop_child_group(process: subprocess.Popen[bytes]) -> None:
@@ -55,7 +58,7 @@ class GitError(StateError):
         argv: Sequence[str],
         returncode: int | None,
         stderr: str,
-        cwd: Path | None = None,
+        cwd: Path | str | None = None,
     ) -> None:
         message = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {returncode}"
         words = list(argv[1:] if argv and argv[0] == "git" else argv)
@@ -104,7 +107,7 @@ class GitResult:
 def run_git(
     args: Sequence[str],
     *,
-    cwd: Path,
+    cwd: Path | str,
     step: str,
     network: bool = False,
     check: bool = True,
@@ -150,10 +153,10 @@ def run_git(
     return result
 
 
-def _pins(args: Sequence[str], cwd: Path) -> list[tuple[str, str]]:
+def _pins(args: Sequence[str], cwd: Path | str) -> list[tuple[str, str]]:
     from pair import gitconfig
 
-    if gitconfig.subcommand(list(args)) in gitconfig.OBJECT_ONLY or not cwd.is_dir():
+    if gitconfig.subcommand(list(args)) in gitconfig.OBJECT_ONLY or not os.path.isdir(cwd):
         return list(gitconfig.ALWAYS_PINS)  # (a missing directory: git will not start there)
     return gitconfig.neutral_pins(gitconfig.LISTINGS.entries(str(cwd), _list_config))
 
@@ -164,7 +167,7 @@ def _list_config(place: str, explicit: bool) -> str:
     from pair.gitconfig import LIST_ARGS
 
     argv = ["git", "--git-dir", place, *LIST_ARGS] if explicit else ["git", *LIST_ARGS]
-    cwd = Path(place) if not explicit else Path("/")
+    cwd = place if not explicit else "/"
     result = _execute(
         argv, cwd=cwd, step="list config", seconds=local_timeout(), environment=child_environment()
     )
@@ -176,7 +179,7 @@ def _list_config(place: str, explicit: bool) -> str:
 def _execute(
     argv: list[str],
     *,
-    cwd: Path,
+    cwd: Path | str,
     step: str,
     seconds: float,
     environment: dict[str, str],
@@ -197,7 +200,7 @@ def _execute(
         )
     except (FileNotFoundError, NotADirectoryError) as error:
         release_interrupts()
-        if cwd.is_dir():  # git itself is missing: no answer git could have given
+        if os.path.isdir(cwd):  # git itself is missing: no answer git could have given
             raise
         # The directory went away before git started (a worktree removed while a reader looked
         # at it): answer as git does for a directory it cannot enter.
@@ -227,13 +230,33 @@ def _execute(
 
 
 class RepositoryPaths:
-    """A repository's worktree top level and its common git dir."""
+    """A repository's worktree top level and its common git dir: Paths, made on first use from
+    the text git answered (`toplevel_text`, `common_text`, as `str()` of those Paths spells
+    them), so the empty-registry reads, which use the text only, import no pathlib (SPEC 7)."""
 
-    __slots__ = ("common_git_dir", "toplevel")
+    __slots__ = ("_common", "_toplevel", "common_text", "toplevel_text")
 
-    def __init__(self, toplevel: Path, common_git_dir: Path) -> None:
-        self.toplevel = toplevel
-        self.common_git_dir = common_git_dir
+    def __init__(self, toplevel: Path | str, common_git_dir: Path | str) -> None:
+        self.toplevel_text = pathtext.joined(os.fspath(toplevel))
+        self.common_text = pathtext.joined(os.fspath(common_git_dir))
+        self._toplevel = None if isinstance(toplevel, str) else toplevel
+        self._common = None if isinstance(common_git_dir, str) else common_git_dir
+
+    @property
+    def toplevel(self) -> Path:
+        if self._toplevel is None:
+            from pathlib import Path
+
+            self._toplevel = Path(self.toplevel_text)
+        return self._toplevel
+
+    @property
+    def common_git_dir(self) -> Path:
+        if self._common is None:
+            from pathlib import Path
+
+            self._common = Path(self.common_text)
+        return self._common
 
 
 # `resolve_repository`'s answers kept while `resolving_once` runs, by the exact argument.
@@ -270,9 +293,9 @@ def resolve_repository(repo: str | Path) -> RepositoryPaths:
 
 
 def _resolve_repository(repo: str | Path) -> RepositoryPaths:
-    path = Path(repo).expanduser()
-    path = path if path.is_absolute() else Path.cwd() / path
-    if not path.is_dir():
+    path = pathtext.expanded(os.fspath(repo))  # as `Path(repo).expanduser()` spells it
+    path = path if path.startswith("/") else pathtext.joined(os.getcwd(), path)
+    if not os.path.isdir(path):
         raise StateError("not-a-git-repository", f"not a git repository: {repo}")
     result = run_git(
         ["rev-parse", "--show-toplevel", "--path-format=absolute", "--git-common-dir"],
@@ -283,7 +306,7 @@ def _resolve_repository(repo: str | Path) -> RepositoryPaths:
     lines = result.stdout.splitlines()
     if result.returncode != 0 or len(lines) < 2:
         raise StateError("not-a-git-repository", f"not a git repository: {repo}")
-    return RepositoryPaths(Path(lines[0]), Path(lines[1]).resolve())
+    return RepositoryPaths(lines[0], pathtext.resolved(pathtext.joined(lines[1])))
 
 
 def check_branch_name(branch: str, *, cwd: Path) -> bool:
@@ -628,6 +651,8 @@ def exclude_file(*, cwd: Path) -> Path:
     result = run_git(
         ["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=cwd, step="locate exclude"
     )
+    from pathlib import Path
+
     return Path(result.stdout.strip()) / "info" / "exclude"
 
 
@@ -920,6 +945,8 @@ def hooks_directory(*, cwd: Path) -> Path:
         step="hooks",
         unpinned=("core.hooksPath",),  # where the executor's git runs hooks from, not the lead's
     )
+    from pathlib import Path
+
     return Path(result.stdout.strip())
 
 
@@ -927,6 +954,16 @@ def hooks_directory(*, cwd: Path) -> Path:
 
 
 def main_worktree(common_git_dir: Path) -> Path | None:
+    """`main_worktree_text` as a Path."""
+    found = main_worktree_text(common_git_dir)
+    if found is None:
+        return None
+    from pathlib import Path
+
+    return Path(found)
+
+
+def main_worktree_text(common_git_dir: Path | str) -> str | None:
     """The repository's main working tree, derived as git derives it (`git worktree list`'s
     first entry is the real path of the common dir without its `/.git`), or None when the
     common dir is not a `.git` directory (a bare repository, a separated git dir, a submodule's
@@ -935,10 +972,11 @@ def main_worktree(common_git_dir: Path) -> Path | None:
     Computed from the path alone, never from `core.worktree`, `core.bare` or a `.git` file: those
     live where an executor can write, and would let it name its own checkout. No git process is
     started (the empty-registry reads stay within their start-up budget)."""
-    real = Path(os.path.realpath(common_git_dir))
-    if real.name != ".git" or not real.parent.is_dir():
+    real = pathtext.joined(os.path.realpath(common_git_dir))  # absolute: name and parent are
+    parent = os.path.dirname(real)  # os.path's, as Path's `name` and `parent` spell them
+    if os.path.basename(real) != ".git" or not os.path.isdir(parent):
         return None
-    return real.parent
+    return parent
 
 
 # -- the config audit (SPEC 8) ----------------------------------------------------------------

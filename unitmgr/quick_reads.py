@@ -51,12 +51,12 @@ def list_units(
     fmt = output_format(format_name)
     paths, empty = _resolve(repo)
     if empty and not prs:  # `--prs` still opens GitHub, and refuses as it would
-        from unitmgr.config import for_reads, warning_field
+        from unitmgr.config import reads_warning, warning_field
 
-        warning = for_reads(paths)[1]  # a config problem is reported here too, never refused
+        warning = reads_warning(paths.common_text)  # a config problem is reported, not refused
         document: dict[str, Any] = {
             "ok": True,
-            "repository": str(paths.toplevel),
+            "repository": paths.toplevel_text,
             "units": [],
             **warning_field(warning),
         }
@@ -80,13 +80,13 @@ def status_all(*, repo: str, lock_timeout: str, format_name: str) -> dict[str, A
         import time
 
         from registry.timeutil import iso_from_epoch
-        from unitmgr.config import for_reads, warning_field
+        from unitmgr.config import reads_warning, warning_field
 
         observed_at = iso_from_epoch(time.time(), milliseconds=True)
-        warning = for_reads(paths)[1]  # a config problem is reported here too, never refused
+        warning = reads_warning(paths.common_text)  # a config problem is reported, not refused
         document: dict[str, Any] = {
             "ok": True,
-            "repository": str(paths.toplevel),
+            "repository": paths.toplevel_text,
             "observed_at": observed_at,
             "units": [],
             "overlaps": [],
@@ -140,6 +140,6 @@ def _resolve(repo: str) -> tuple[RepositoryPaths, bool]:
     from registry import crashlog, layout
     from unitmgr import git
 
-    paths = git.resolve_repository(repo)
-    crashlog.remember(layout.registry_root(paths.common_git_dir))  # as opening the registry does
-    return paths, not layout.unit_ids(layout.units_dir(paths.common_git_dir))
+    paths = git.resolve_repository(repo)  # its Paths are made only if a view needs them
+    crashlog.remember(layout.registry_root_text(paths.common_text))  # as opening the registry does
+    return paths, not layout.unit_ids(layout.units_dir_text(paths.common_text))

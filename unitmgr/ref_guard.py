@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shlex
 import sys
 from pathlib import Path
+
+from registry.lazy_re import lazy
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ CHAINED_SUFFIX = ".unitmgr-chained"
 HOOK_MARKER = "# unitmgr-ref-guard"  # v2 logs too; an older hook of ours is rewritten
 GUARD_FLAG = "guard-refs.on"  # in the registry: the guard refuses only while it is there
 OWNED_MARKER = ".unitmgr-owned"  # in a core.hooksPath directory unitmgr may write to
-_PSEUDO_REF = re.compile(r"[A-Z][A-Z_]*")  # HEAD, ORIG_HEAD, FETCH_HEAD, ... (per worktree)
+_PSEUDO_REF = lazy(r"[A-Z][A-Z_]*")  # HEAD, ORIG_HEAD, FETCH_HEAD, ... (per worktree)
 _PER_WORKTREE = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
 
 

@@ -10,7 +10,6 @@ import math
 import os
 import re
 import stat
-from pathlib import PurePosixPath
 
 from registry.errors import Rewrite, UsageError
 from registry.lazy_re import lazy
@@ -19,7 +18,7 @@ TYPE_CHECKING = False  # typing's own flag would import typing on the fast reads
 if TYPE_CHECKING:
     from unitmgr.options import RestaffOptions
 
-UNIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+UNIT_ID = lazy(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 MAX_INPUT_FILE_BYTES = 1024 * 1024  # SPEC 3.0, 8: task and addendum files
 EFFORT_REQUIRED = ("claude", "codex", "grok", "opencode")
 # --max-active / --max-held (and the config file's max_active / max_held): a cap on units that a
@@ -200,7 +199,7 @@ def write_paths(patterns: list[str]) -> list[str]:
                 f"--paths patterns are plain globs, not pathspec magic: {pattern!r}",
                 next_step=fix,
             )
-        if ".." in PurePosixPath(pattern).parts:
+        if ".." in pattern.split("/"):  # PurePosixPath(pattern).parts, without pathlib
             raise UsageError(
                 "invalid-paths",
                 f"--paths patterns may not contain '..': {pattern!r}",

@@ -6,7 +6,6 @@ It never looks up a binary named `script` (util-linux script(1) would execute th
 
 from __future__ import annotations
 
-import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -21,12 +20,13 @@ from pair.partners.base import (
     TurnRequest,
 )
 from registry.environment import child_environment
+from registry.lazy_re import lazy
 
 NEEDS_MODEL = "the script partner needs --model '<command line>'"
 MODEL_FIX = "--model: the command line the script partner runs (the prompt on its stdin)"
 _PUNCTUATION = ";&|()<>"
-_WORD = re.compile(r"[^\s;&|()<>]+")
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_WORD = lazy(r"[^\s;&|()<>]+")
+_ASSIGNMENT = lazy(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def first_command_word(command_line: str) -> str:

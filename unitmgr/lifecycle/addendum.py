@@ -34,11 +34,9 @@ from unitmgr.lifecycle.manifest import (
     move_aside,
     read_manifest,
 )
-from unitmgr.lifecycle.pairing import receipt_path
 from unitmgr.lifecycle.runner import Step, StepRunner, dry_run_aware
 from unitmgr.options import AddendumOptions
 from unitmgr.units import load, locked, turn_in_flight
-from unitmgr.views.observe import describe, worktree_rows
 from unitmgr.workspace import Workspace
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
@@ -115,6 +113,8 @@ def run(repo: str, options: AddendumOptions) -> dict[str, Any]:
         document: dict[str, Any] = {"ok": True, "status": status, "manifest": record.task_file}
         if seq is not None:
             document["notice_seq"] = seq
+        from unitmgr.views.observe import describe, worktree_rows  # not for a dry run (SPEC 7)
+
         document["unit"] = describe(
             record, worktree_rows(workspace, settled_for=f"unit addendum --unit {record.unit_id}")
         )
@@ -226,6 +226,8 @@ def notify(record: UnitRecord, journal: Journal) -> tuple[str, int | None]:
     with journal.step("notify", {"seq_before": seq_now}) as outcome:
         if adopt:
             # An earlier attempt sent the notice and was cut off before recording it.
+            from unitmgr.lifecycle.pairing import receipt_path  # only here (SPEC 7)
+
             seq = seq_now
             outcome.update(adopted=True)
             record.pair.latest_receipt_file = receipt_path(status, seq)

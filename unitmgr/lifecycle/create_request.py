@@ -10,7 +10,6 @@ missing options at once) must agree; the option table and the rendering are the 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import sys
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from registry.errors import (
     StateError,
     UsageError,
 )
+from registry.lazy_re import lazy
 from registry.light_dataclass import dataclass
 from registry.locks import Deadline
 from registry.records import Resources, Staffing, StaffingHistory, UnitRecord
@@ -192,7 +192,7 @@ def _staffing_defaults(
 
 
 # A `next`'s placeholder pasted unfilled (`--scope '<TEXT>'`) is still missing, never a value.
-_PLACEHOLDER = re.compile(r"<[A-Z|]+>")
+_PLACEHOLDER = lazy(r"<[A-Z|]+>")
 
 
 def unset(value: str | None) -> bool:
