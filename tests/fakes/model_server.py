@@ -506,5 +506,8 @@ class _Sse:
             pass
 
     def close(self) -> None:
-        self._chunk(b"")  # the empty chunk ends a chunked body; _chunk adds the framing
-        self.handler.close_connection = True
+        # The empty chunk ends a chunked body; _chunk adds the framing. The connection stays
+        # open for the client's next request, as the real APIs keep it: closing it unannounced
+        # raced a CLI that reused it for its next request (claude's second request of a turn
+        # failed ECONNRESET under load, with retries off).
+        self._chunk(b"")
