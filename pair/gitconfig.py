@@ -73,28 +73,39 @@ _EXECUTABLE = (
     r"sendemail\..+",
     r"alias\..+",
 )
-# Every pattern above starts with one of these literal sections, and the `core` ones are whole
-# keys: a key of another section is answered without the regex, and a `core` key by name. The
-# regex (~3 ms to compile: a tenth of a fast command's start-up, SPEC 7) is compiled only for
-# the other sections. tests/test_neutral_git.py checks the shortcut against the regex.
-_EXECUTABLE_SECTIONS = frozenset(
-    {
-        "core", "sequence", "pager", "diff", "merge", "filter", "remote", "credential", "gpg",
-        "url", "protocol", "include", "includeif", "extensions", "uploadpack", "trace2", "ssh",
-        "submodule", "difftool", "mergetool", "browser", "man", "web", "sendemail", "alias",
-    }
-)  # fmt: skip
-_EXECUTABLE_CORE = frozenset(
-    pattern.replace("\\", "") for pattern in _EXECUTABLE if pattern.startswith("core\\.")
-)
+# Every pattern above starts with a literal section (or a group of them), and the `core` ones
+# are whole keys: a key of another section is answered without a regex, a `core` key by name,
+# and any other key by the patterns of its own section alone, compiled on first use. (The whole
+# catalogue as one regex took ~3 ms to compile, a tenth of a fast command's start-up, SPEC 7,
+# and nearly every repository has a `remote.*` key.) tests/test_neutral_git.py checks this
+# against the whole catalogue's regex.
+
+
+def _sections_of(pattern: str) -> list[str]:
+    if pattern.startswith("("):
+        return pattern[1 : pattern.index(")")].split("|")
+    return [pattern.split("\\.", 1)[0]]
+
+
+def _by_section() -> dict[str, list[str]]:
+    patterns: dict[str, list[str]] = {}
+    for pattern in _EXECUTABLE:
+        for section in _sections_of(pattern):
+            patterns.setdefault(section, []).append(pattern)
+    return patterns
+
+
+_PATTERNS_BY_SECTION = _by_section()
+_EXECUTABLE_SECTIONS = frozenset(_PATTERNS_BY_SECTION)
+_EXECUTABLE_CORE = frozenset(pattern.replace("\\", "") for pattern in _PATTERNS_BY_SECTION["core"])
 _COMPILED: dict[str, re.Pattern[str]] = {}
 
 
-def _executable_key() -> re.Pattern[str]:
-    found = _COMPILED.get("executable")
+def _executable_key(section: str) -> re.Pattern[str]:
+    found = _COMPILED.get(section)
     if found is None:
-        found = _COMPILED["executable"] = re.compile(
-            "|".join(f"(?:{pattern})" for pattern in _EXECUTABLE)
+        found = _COMPILED[section] = re.compile(
+            "|".join(f"(?:{pattern})" for pattern in _PATTERNS_BY_SECTION[section])
         )
     return found
 
@@ -107,7 +118,7 @@ def is_executable_key(key: str) -> bool:
         return False
     if section == "core":
         return lowered in _EXECUTABLE_CORE
-    return _executable_key().fullmatch(lowered) is not None
+    return _executable_key(section).fullmatch(lowered) is not None
 
 
 class ConfigEntry:
