@@ -138,6 +138,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # order: the long ones (a real-CLI turn takes 10-35 s) start at once, one worker each, and
     # the end of the run is many short tests that the two workers share evenly. Long tests
     # last made the run's tail one 15-35 s test on one worker while the other sat idle.
+    # (`-n 4` keeps both cores busy but costs ~20% more CPU: no faster, measured; decisions.md.)
     long_first(items)
     # Two long queues, each on one worker (`--dist loadgroup`, pyproject; xdist hands the
     # biggest group out first): every test on the two-node Ray cluster — one cluster (8 s and
