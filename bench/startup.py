@@ -15,7 +15,8 @@ figures are medians over the rounds. Bytecode caching is on, as in an installed 
 -X importtime` shows where the rest goes. With `BENCH_BEFORE=<another install's bin dir>` every
 command is also timed through that install (its `unit`, `pair` and `python`, on the same
 registry, in the same rounds) and the table gets a column for it: before and after a change,
-measured in one run."""
+measured in one run. `BENCH_ONLY="<label>,<label>"` times only those commands (and the
+yardstick): quicker rounds while working on a few of them."""
 
 from __future__ import annotations
 
@@ -130,6 +131,12 @@ def commands(root: Path, env: dict[str, str]) -> tuple[dict[str, list[str]], dic
     }  # fmt: skip
     if shutil.which("node"):
         timed["node -e 0"] = ["node", "-e", "0"]
+    only = [label.strip() for label in os.environ.get("BENCH_ONLY", "").split(",") if label.strip()]
+    if only:
+        unknown = sorted(set(only) - set(timed))
+        if unknown:
+            raise SystemExit(f"BENCH_ONLY names no command: {unknown}")
+        timed = {label: argv for label, argv in timed.items() if label in (*only, "python -c pass")}
     # The turn `pair send --background` started ends before anything else is timed.
     settle = {"pair send --background": [pair, "wait", "--timeout-min", "1", *wt]}
     return timed, settle

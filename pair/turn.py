@@ -29,7 +29,14 @@ from registry import light_dataclass as dataclasses
 from registry.atomic import FILE_MODE
 from registry.lazy_re import lazy
 from registry.light_dataclass import dataclass, field
-from registry.processes import OWN_CHILD, ProcessIdentity, group_members, identify, kill_tree
+from registry.processes import (
+    OWN_CHILD,
+    ProcessIdentity,
+    child_create_time,
+    exited_alone,
+    group_members,
+    kill_tree,
+)
 from registry.redact import StreamRedactor, redact
 from registry.timeutil import iso_z
 
@@ -90,7 +97,9 @@ class HeavyQueue:
         self.partner_pid = partner_pid
         self.probe_seconds = probe_seconds
         self.on_change = on_change
-        self.next_probe = 0.0
+        # Not at once: a partner that has just started has queued nothing, and the first look
+        # would import psutil into every turn, however short (SPEC 7).
+        self.next_probe = time.monotonic() + probe_seconds
         self.queued_since: float | None = None
         self.queued_at: str | None = None
         self.paused = 0.0
@@ -237,10 +246,9 @@ def run_turn(
                 command=command.recorded,
                 partner=None,
             )
-        found = identify(process.pid, argv0=command.argv[0])
         partner = ProcessIdentity(
             pid=process.pid,
-            create_time=found.create_time if found else time.time(),
+            create_time=child_create_time(process.pid),  # unreaped: readable even once it exits
             pgid=process.pid,  # start_new_session: the partner leads its own group
             argv0=command.argv[0],
         )
@@ -266,9 +274,12 @@ def run_turn(
     # meanwhile. The pipes close only after the kill: closing them first kills a leftover that
     # writes (SIGPIPE) before it is seen, and on a busy machine that left it out of `leftovers`.
     stopped = hang_reason or cancel_reason
-    described = {} if stopped else _described_tree(partner)
-    grace = CANCEL_GRACE_SECONDS if cancel_reason else KILL_GRACE_SECONDS
-    killed = kill_tree(partner, proof=OWN_CHILD, grace_seconds=grace)
+    if not stopped and exited_alone(partner.pid, partner.pgid):
+        described, killed = {}, []  # the usual end: nothing left, and no psutil to prove it
+    else:
+        described = {} if stopped else _described_tree(partner)
+        grace = CANCEL_GRACE_SECONDS if cancel_reason else KILL_GRACE_SECONDS
+        killed = kill_tree(partner, proof=OWN_CHILD, grace_seconds=grace)
     _close_pipes(process)
     leftovers = [] if stopped else [described.get(pid, {"pid": pid, "argv": []}) for pid in killed]
     exit_code = process.wait()

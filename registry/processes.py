@@ -6,7 +6,9 @@ follows the system clock). Anything that does not match is never signalled.
 
 Every child runs with stdin from /dev/null, in its own process group, with the no-prompt
 environment of SPEC 3.0, and is killed as a group (plus any `setsid` descendants found with
-psutil) on timeout. psutil is imported lazily: it costs ~25 ms and `status --all` never needs it.
+psutil) on timeout. psutil is imported lazily: it costs ~25-45 ms and `status --all` never needs
+it, nor does a turn whose partner exits leaving nothing behind (`exited_alone` and
+`no_live_descendants` prove that from /proc; anything found there takes the psutil path).
 
 Just over ~400 lines because identity, the group kill and the streamed run share one rule —
 nothing is signalled unless its identity matches — and keeping them together keeps it one rule.
@@ -139,6 +141,73 @@ def is_alive(identity: ProcessIdentity | None) -> bool:
         return bool(process.status() != psutil.STATUS_ZOMBIE)
     except (psutil.Error, OSError):
         return False
+
+
+def _process_table() -> dict[int, tuple[bytes, int, int]] | None:
+    """`{pid: (state, ppid, pgrp)}` of every process, from `/proc/<pid>/stat` (the fields
+    psutil reads) without importing psutil; None when it cannot be read (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    table: dict[int, tuple[bytes, int, int]] = {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                data = stat.read()
+        except OSError:
+            continue  # gone meanwhile
+        fields = data[data.rfind(b")") + 2 :].split()
+        try:
+            table[int(name)] = (fields[0], int(fields[1]), int(fields[2]))
+        except (IndexError, ValueError):
+            return None
+    return table
+
+
+def _live(state: bytes) -> bool:
+    return state not in (b"Z", b"X")
+
+
+def _below(table: dict[int, tuple[bytes, int, int]], pid: int) -> bool:
+    """Whether a live process in `table` descends from `pid`."""
+    for start, (state, _, _) in table.items():
+        if not _live(state):
+            continue
+        ancestor, seen = start, set()
+        while ancestor in table and ancestor not in seen:  # up its ancestry, never looping
+            seen.add(ancestor)
+            ancestor = table[ancestor][1]
+            if ancestor == pid:
+                return True
+    return False
+
+
+def exited_alone(pid: int, pgid: int | None) -> bool:
+    """True when `pid`, an unreaped child, has exited and no live process is in group `pgid` or
+    below `pid`: nothing of it is left to describe or kill. Read without psutil, whose import
+    would be most of a short turn's own overhead once its partner exits (SPEC 7). False
+    whenever it cannot tell."""
+    table = _process_table()
+    if table is None or pid not in table or _live(table[pid][0]):
+        return False  # unknown, or still running (it closed its output, or is closing it)
+    if pgid is not None and any(
+        _live(state) and group == pgid and number != pid
+        for number, (state, _, group) in table.items()
+    ):
+        return False
+    return not _below(table, pid)
+
+
+def no_live_descendants() -> bool:
+    """True when nothing alive descends from this process (read without psutil, as above);
+    False when something does or it cannot tell."""
+    table = _process_table()
+    return table is not None and not _below(table, os.getpid())
 
 
 def group_members(pgid: int) -> list[int]:
@@ -463,7 +532,7 @@ def run_streamed(
         release_interrupts()
         identity = ProcessIdentity(
             pid=process.pid,
-            create_time=_create_time_or_now(process.pid),
+            create_time=child_create_time(process.pid),
             pgid=process.pid,
             argv0=str(argv[0]),
             token=child_token,
@@ -520,9 +589,10 @@ def run_streamed(
     )
 
 
-def _create_time_or_now(pid: int) -> float:
-    """The child's start time; from /proc without psutil where it can (SPEC 7: `unit verify`
-    streams its validation through here, and psutil's import is a third of its start-up)."""
+def child_create_time(pid: int) -> float:
+    """The start time of an unreaped child (or this process); from /proc without psutil where
+    it can (SPEC 7: `unit verify` streams its validation through here, and a turn's supervisor
+    names its partner with it — psutil's import is a third of either's start-up)."""
     create_time = _own_create_time(pid)
     if create_time is not None:
         return create_time

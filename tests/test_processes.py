@@ -109,3 +109,75 @@ def test_run_streamed_reports_the_exit_code_and_identity(tmp_path: Path) -> None
     )
     assert result.exit_code == 4 and "out" in result.output_tail
     assert seen and seen[0].pgid == seen[0].pid
+
+
+def _exited(process: subprocess.Popen[str]) -> None:
+    """Until `process` (unreaped) is a zombie: it has exited but its pid is still ours."""
+    deadline = time.monotonic() + 10
+    while psutil.Process(process.pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the child did not exit"
+        time.sleep(0.01)
+
+
+def test_exited_alone_is_false_while_anything_of_the_child_lives() -> None:
+    """The psutil-free check a turn's end relies on (SPEC 7): true only for an exited child
+    with nothing left in its group or below it — never for a running one, one that left a
+    background job in its group, or one whose job escaped the group with `setsid`."""
+    from registry.processes import exited_alone
+
+    cases = {
+        "alone": ("true", True),
+        "running": ("sleep 300", False),
+        "background job in its group": ("sleep 300 & echo $!", False),
+        "setsid job (reparented, out of the group)": ("setsid sleep 300 & echo $!", True),
+    }
+    for label, (script, expected) in cases.items():
+        process = subprocess.Popen(
+            ["sh", "-c", script], start_new_session=True, stdout=subprocess.PIPE, text=True
+        )
+        assert process.stdout is not None
+        job = int(process.stdout.readline()) if "$!" in script else None
+        try:
+            if label != "running":
+                _exited(process)
+            answer = exited_alone(process.pid, process.pid)
+            # psutil's view of the same moment: what the slow path would have found
+            group = [
+                p.pid
+                for p in psutil.process_iter(["status"])
+                if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == process.pid
+            ]
+            assert answer is expected, (label, group)
+            assert answer is (not group and label != "running") or label.startswith("setsid")
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            if job is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(job, signal.SIGKILL)
+            process.kill()
+            process.wait()
+            process.stdout.close()
+
+
+def test_no_live_descendants_sees_a_grandchild_and_then_its_absence() -> None:
+    """The supervisor's sweep skips psutil only when /proc shows nothing alive below it."""
+    from registry.processes import no_live_descendants
+
+    assert no_live_descendants()  # pytest's own process starts none that outlive a test
+    process = subprocess.Popen(["sh", "-c", "sleep 300 & wait"])
+    try:
+        deadline = time.monotonic() + 10
+        while not psutil.Process(process.pid).children():  # the grandchild has started
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not no_live_descendants()
+    finally:
+        for child in psutil.Process(process.pid).children(recursive=True):
+            child.kill()
+        process.kill()
+        process.wait()
+    deadline = time.monotonic() + 10
+    while not no_live_descendants():  # the killed grandchild is reaped by init, not by us
+        assert time.monotonic() < deadline, psutil.Process().children(recursive=True)
+        time.sleep(0.01)

@@ -298,11 +298,11 @@ def test_the_commands_on_a_real_unit_stay_light(sandbox: Sandbox) -> None:
     only a forced dismantle saves files, only a rollback removes a tree)."""
     import psutil
 
-    from registry.processes import _create_time_or_now
+    from registry.processes import child_create_time
 
     child = subprocess.Popen(["sleep", "5"])
     try:
-        assert abs(_create_time_or_now(child.pid) - psutil.Process(child.pid).create_time()) < 0.01
+        assert abs(child_create_time(child.pid) - psutil.Process(child.pid).create_time()) < 0.01
     finally:
         child.kill()
         child.wait()
