@@ -99,12 +99,12 @@ def identify(pid: int, *, argv0: str | None = None) -> ProcessIdentity | None:
     return ProcessIdentity(pid=pid, create_time=create_time, pgid=pgid, argv0=argv0)
 
 
-def _own_create_time(pid: int) -> float | None:
-    """This process's (or an unreaped child's) `create_time` as psutil computes it on Linux
-    (`/proc/<pid>/stat`'s starttime in clock ticks plus `/proc/stat`'s btime), without
+def _proc_state(pid: int) -> tuple[bytes, float] | None:
+    """`(state, create_time)` of a process as psutil computes them on Linux (`/proc/<pid>/stat`:
+    its state letter, and its starttime in clock ticks plus `/proc/stat`'s btime), without
     importing psutil: every lock a command takes records its holder's identity, and psutil's
     import would be a good part of a short command's start-up (SPEC 7). None elsewhere, or
-    when /proc cannot say."""
+    when /proc cannot say (then the caller asks psutil)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -112,10 +112,17 @@ def _own_create_time(pid: int) -> float | None:
             data = stat.read()
         with open("/proc/stat", "rb") as system:
             btime = next(line for line in system if line.startswith(b"btime"))
-        ticks = int(data[data.rfind(b")") + 2 :].split()[19])
-        return ticks / os.sysconf("SC_CLK_TCK") + float(btime.split()[1])
+        fields = data[data.rfind(b")") + 2 :].split()
+        ticks = int(fields[19])
+        return fields[0], ticks / os.sysconf("SC_CLK_TCK") + float(btime.split()[1])
     except (OSError, ValueError, IndexError, StopIteration):
         return None
+
+
+def _own_create_time(pid: int) -> float | None:
+    """This process's (or an unreaped child's) `create_time`, from /proc (`_proc_state`)."""
+    state = _proc_state(pid)
+    return state[1] if state is not None else None
 
 
 def current_identity(argv0: str | None = None) -> ProcessIdentity:
@@ -132,6 +139,10 @@ def is_alive(identity: ProcessIdentity | None) -> bool:
     """True only for the very process recorded: same pid and start time, not a zombie."""
     if identity is None:
         return False
+    found = _proc_state(identity.pid)
+    if found is not None:  # read as psutil reads it, without its import (SPEC 7)
+        state, create_time = found
+        return abs(create_time - identity.create_time) < CREATE_TIME_TOLERANCE and state != b"Z"
     import psutil
 
     try:

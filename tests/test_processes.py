@@ -111,7 +111,7 @@ def test_run_streamed_reports_the_exit_code_and_identity(tmp_path: Path) -> None
     assert seen and seen[0].pgid == seen[0].pid
 
 
-def _exited(process: subprocess.Popen[str]) -> None:
+def _exited(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     """Until `process` (unreaped) is a zombie: it has exited but its pid is still ours."""
     deadline = time.monotonic() + 10
     while psutil.Process(process.pid).status() != psutil.STATUS_ZOMBIE:
@@ -161,23 +161,58 @@ def test_exited_alone_is_false_while_anything_of_the_child_lives() -> None:
 
 
 def test_no_live_descendants_sees_a_grandchild_and_then_its_absence() -> None:
-    """The supervisor's sweep skips psutil only when /proc shows nothing alive below it."""
-    from registry.processes import no_live_descendants
+    """The supervisor's sweep skips psutil only when /proc shows nothing alive below it. Run
+    in a fresh interpreter: a test worker has descendants of its own (the CLI zygote, servers)."""
+    script = """
+import os, signal, subprocess, sys, time
+from registry.processes import no_live_descendants
+print(no_live_descendants())
+child = subprocess.Popen(["sh", "-c", "sleep 300 & echo $!; wait"], stdout=subprocess.PIPE)
+grandchild = int(child.stdout.readline())
+print(no_live_descendants())
+os.kill(grandchild, signal.SIGKILL)
+child.wait()
+deadline = time.monotonic() + 10
+while not no_live_descendants() and time.monotonic() < deadline:
+    time.sleep(0.01)  # the killed grandchild is reaped by init, not by us
+print(no_live_descendants())
+"""
+    answers = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+        check=True,
+    ).stdout.split()
+    assert answers == ["True", "False", "True"]
 
-    assert no_live_descendants()  # pytest's own process starts none that outlive a test
-    process = subprocess.Popen(["sh", "-c", "sleep 300 & wait"])
+
+def test_is_alive_from_proc_answers_as_psutil_does() -> None:
+    """`is_alive` reads /proc without psutil (SPEC 7); its answer is psutil's for the recorded
+    process, the same pid with another start time (a reused pid), a zombie and a reaped one."""
+    from registry import processes
+
+    def by_psutil(identity: ProcessIdentity) -> bool:
+        try:
+            process = psutil.Process(identity.pid)
+            same = abs(process.create_time() - identity.create_time) < 1.0
+            return same and process.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    child = subprocess.Popen(["sleep", "300"])
+    started = psutil.Process(child.pid).create_time()
+    recorded = ProcessIdentity(child.pid, started, child.pid, "sleep")
+    reused = ProcessIdentity(child.pid, started - 5, child.pid, "sleep")
+    assert processes._proc_state(child.pid) is not None  # the /proc path answers, not psutil
     try:
-        deadline = time.monotonic() + 10
-        while not psutil.Process(process.pid).children():  # the grandchild has started
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        assert not no_live_descendants()
+        assert is_alive(recorded) is by_psutil(recorded) is True
+        assert is_alive(reused) is by_psutil(reused) is False
+        child.kill()
+        _exited(child)
+        assert is_alive(recorded) is by_psutil(recorded) is False  # a zombie
     finally:
-        for child in psutil.Process(process.pid).children(recursive=True):
-            child.kill()
-        process.kill()
-        process.wait()
-    deadline = time.monotonic() + 10
-    while not no_live_descendants():  # the killed grandchild is reaped by init, not by us
-        assert time.monotonic() < deadline, psutil.Process().children(recursive=True)
-        time.sleep(0.01)
+        child.kill()
+        child.wait()
+    assert is_alive(recorded) is by_psutil(recorded) is False  # reaped: its pid is free
