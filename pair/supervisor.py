@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
@@ -213,6 +214,25 @@ def remember_refusal(paths: PairPaths, identity: str, why: str) -> None:
         save_session(paths, session)
 
 
+# In a supervisor forked by its launcher (pair/launch.py): the write end of the pipe whose byte
+# ends the launcher's wait for the running record without waiting for its next poll.
+_launcher_wake: list[int] = []
+
+
+def wake_launcher_once_started(fd: int) -> None:
+    """Write a byte to `fd`, then close it, once the partner is recorded (a forked supervisor)."""
+    _launcher_wake[:] = [fd]
+
+
+def _wake_launcher() -> None:
+    while _launcher_wake:
+        fd = _launcher_wake.pop()
+        with contextlib.suppress(OSError):
+            os.write(fd, b"!")
+        with contextlib.suppress(OSError):
+            os.close(fd)  # once: the launcher has its answer
+
+
 def supervise(state_dir: Path, seq: int, token: str) -> int:
     paths = PairPaths(state_dir)
     session = load_session(paths)
@@ -313,6 +333,7 @@ def run_and_account(
 
     def record_partner(identity: ProcessIdentity) -> None:
         update_owned_marker(paths, token, partner=identity.to_json())
+        _wake_launcher()
 
     def record_heavy(queue: dict[str, Any]) -> None:
         update_owned_marker(paths, token, heavy_queue=queue)

@@ -112,3 +112,35 @@ def test_the_supervisor_is_forked_only_from_a_single_threaded_caller(
     finally:
         stop.set()
         other.join()
+
+
+def test_a_forked_supervisor_wakes_its_launcher_once_its_partner_is_recorded(
+    sandbox: Sandbox,
+) -> None:
+    """`pair send --background` answers when the forked supervisor says its partner is
+    recorded, not at the handshake's next poll (SPEC 7): with the poll lengthened to 30 s by
+    SPEC 8's test hooks, the running record still comes back within seconds, and from a forked
+    supervisor whose partner is still running."""
+    import time
+
+    gate = sandbox.root / "gate"
+    init_script(sandbox, f"cat >/dev/null; while [ ! -f {gate} ]; do sleep 0.02; done; echo late")
+    body = sandbox.root / "body.md"
+    body.write_text("measure\n")
+    slow_poll = {
+        **os.environ,
+        "UNITMGR_TEST_HOOKS": "1",
+        "UNITMGR_TEST_HANDSHAKE_POLL_SECONDS": "30",
+    }
+    began = time.monotonic()
+    running = sandbox.pair(
+        "send", "--kind", "task", "--body-file", str(body), "--background", env=slow_poll
+    )
+    elapsed = time.monotonic() - began
+    assert running["status"] == "running", running.stdout
+    assert elapsed < 10, elapsed  # the poll alone: 30 s
+    assert psutil.Process(running["supervisor_pid"]).name() == "pair-supervise"  # forked
+    assert psutil.Process(running["partner_pid"]).is_running()
+    gate.write_text("go")
+    receipt = sandbox.pair("wait", "--timeout-min", "1")
+    assert receipt["status"] == "replied" and receipt["reply"] == "late", receipt.stdout
