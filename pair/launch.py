@@ -13,7 +13,9 @@ the caller must not live on in the turn), signal handlers reset, and it leaves o
 `os._exit`, never back into the caller's stack. A caller with other threads (whose locks a fork
 would copy held) and other systems start `python -P -m pair _supervise ...` as before, and so
 does `UNITMGR_PAIR_SUPERVISOR=exec`. Either way the supervisor is this process's child, so its
-pid cannot be reused while the handshake watches it.
+pid cannot be reused while the handshake watches it. A forked supervisor also keeps the write end
+of a pipe and writes a byte to it once its partner is recorded (its exit closes it): the
+handshake wakes on it instead of waiting out its poll, and still reads its answer from the files.
 """
 
 from __future__ import annotations
