@@ -16,6 +16,9 @@ does `UNITMGR_PAIR_SUPERVISOR=exec`. Either way the supervisor is this process's
 pid cannot be reused while the handshake watches it. A forked supervisor also keeps the write end
 of a pipe and writes a byte to it once its partner is recorded (its exit closes it): the
 handshake wakes on it instead of waiting out its poll, and still reads its answer from the files.
+
+Just over 400 lines because the forked, exec'd and warm-served starts share one handshake and
+one rule for a supervisor that misses it; keeping them together keeps it one rule.
 """
 
 from __future__ import annotations
