@@ -134,11 +134,12 @@ def long_first(items: list[Any]) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Every xdist worker sorts the same way, and `-n 2` (`--dist loadgroup`) hands tests out in this
+    # Every xdist worker sorts the same way, and `-n 3` (`--dist loadgroup`) hands tests out in this
     # order: the long ones (a real-CLI turn takes 10-35 s) start at once, one worker each, and
-    # the end of the run is many short tests that the two workers share evenly. Long tests
-    # last made the run's tail one 15-35 s test on one worker while the other sat idle.
-    # (`-n 4` keeps both cores busy but costs ~20% more CPU: no faster, measured; decisions.md.)
+    # the end of the run is many short tests that the workers share evenly. Long tests last
+    # made the run's tail one 15-35 s test on one worker while the others sat idle. (Three
+    # workers on two cores: the two long queues wait on CLIs and Ray much of the time, and the
+    # third keeps the cores busy meanwhile — `-n 2` left ~20% of them idle; decisions.md.)
     long_first(items)
     # Two long queues, each on one worker (`--dist loadgroup`, pyproject; xdist hands the
     # biggest group out first): every test on the two-node Ray cluster — one cluster (8 s and
@@ -265,6 +266,31 @@ def gone(pid: int) -> bool:
 def git(cwd: Path, *args: str) -> str:
     completed = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
     return completed.stdout.strip()
+
+
+def logging_git(tmp_path: Path, repo: Path) -> tuple[dict[str, str], Path]:
+    """An environment whose `git` (a wrapper first on PATH) logs each call's argv to the
+    returned file, then runs the real one: how a test counts a command's git processes."""
+    log = tmp_path / "git.log"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    real = git(repo, "--exec-path")
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {real}/git "$@"\n')
+    wrapper.chmod(0o755)
+    return {**os.environ, "PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+def git_verbs(log: Path) -> list[str]:
+    """Each logged git call's subcommand (past `-c key=value`, `-C dir`, `--git-dir dir` and
+    `--no-optional-locks`)."""
+    verbs = []
+    for line in log.read_text().splitlines():
+        words = line.split()
+        index = 0
+        while index < len(words) and words[index].startswith("-"):
+            index += 2 if words[index] in ("-c", "-C", "--git-dir") else 1
+        verbs.append(words[index] if index < len(words) else "")
+    return verbs
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.conftest import Sandbox, git
+from tests.conftest import Sandbox, git, git_verbs, logging_git
 from unitmgr.steps import CREATE_STEPS
 
 PUSHING_MODEL = (
@@ -375,3 +375,32 @@ def test_status_write_back_is_skipped_while_the_unit_is_busy(sandbox: Sandbox) -
     written = sandbox.unit("status", "--unit", "u1")
     assert written["write_back"] == "written"
     assert sandbox.record("u1")["pair"]["latest_receipt_file"].endswith("0001-task-receipt.json")
+
+
+def test_a_dry_run_asks_origin_once_for_its_base_and_branch(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """One `ls-remote` answers both a dry run's base and whether its branch is already at
+    origin (a round trip each to a remote host otherwise); the local refs in one process."""
+    env, log = logging_git(tmp_path, sandbox.repo)
+    planned = sandbox.unit(*sandbox.create_args("u1"), "--dry-run", env=env)
+    assert planned.code == 0, planned.stdout
+    verbs = git_verbs(log)
+    assert verbs.count("ls-remote") == 1 and "fetch" not in verbs, verbs
+    assert verbs.count("for-each-ref") == 1 and "show-ref" not in verbs, verbs
+    # A teammate's branch that only origin has (never fetched here) is still found.
+    head = git(sandbox.repo, "rev-parse", "HEAD")
+    assert sandbox.origin is not None
+    git(sandbox.origin, "update-ref", "refs/heads/feat/u2", head)
+    log.unlink()
+    taken = sandbox.unit(*sandbox.create_args("u2"), "--dry-run", env=env)
+    assert taken.code == 1 and taken["code"] == "branch-exists", taken.stdout
+    assert taken["reason"] == "branch feat/u2 already exists at origin"
+    assert git_verbs(log).count("ls-remote") == 1
+    # The create itself refuses it the same way. ls-remote matches a pattern against the tail
+    # of each name: a branch whose name only ends in the unit's is not the unit's branch.
+    assert sandbox.create("u2")["code"] == "branch-exists"
+    git(sandbox.origin, "update-ref", "refs/heads/old/refs/heads/feat/u3", head)
+    assert "refs/heads/feat/u3" in git(sandbox.repo, "ls-remote", "origin", "refs/heads/feat/u3")
+    planned = sandbox.unit(*sandbox.create_args("u3"), "--dry-run")
+    assert planned.code == 0, planned.stdout

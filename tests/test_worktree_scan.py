@@ -5,12 +5,11 @@ while nothing it watches changed (SPEC 3.4, 7)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Sandbox, git, run_cli, write_record
+from tests.conftest import Sandbox, git, git_verbs, logging_git, run_cli, write_record
 from unitmgr import git as unit_git
 from unitmgr.views.worktree_scan import WorktreeJob, WorktreeScanner
 
@@ -137,13 +136,7 @@ def test_reuse_skips_git_only_while_nothing_changed(sandbox: Sandbox) -> None:
 
 def _status_all_logging_git(sandbox: Sandbox, tmp_path: Path) -> tuple[dict, Path]:
     """`unit status --all` with a `git` wrapper first on PATH that logs every call's argv."""
-    log = tmp_path / "git.log"
-    wrapper = tmp_path / "bin" / "git"
-    wrapper.parent.mkdir()
-    real = git(sandbox.repo, "--exec-path")
-    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {real}/git "$@"\n')
-    wrapper.chmod(0o755)
-    env = {**os.environ, "PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
+    env, log = logging_git(tmp_path, sandbox.repo)
     result = run_cli(
         "unit", "status", "--all", "--repo", str(sandbox.repo), cwd=sandbox.root, env=env
     )
@@ -216,18 +209,6 @@ def test_a_worktree_whose_git_file_is_not_utf8_reads_as_git_failing_there(
     assert unit_git.status_against(path, branch="feat/u1", upstream_ref="refs/heads/main") is None
 
 
-def _git_verbs(log: Path) -> list[str]:
-    """Each logged git call's subcommand (past `-c key=value` and `--no-optional-locks`)."""
-    verbs = []
-    for line in log.read_text().splitlines():
-        words = line.split()
-        index = 0
-        while index < len(words) and words[index].startswith("-"):
-            index += 2 if words[index] in ("-c", "-C") else 1
-        verbs.append(words[index] if index < len(words) else "")
-    return verbs
-
-
 def test_status_all_batches_the_diffs_of_units_ahead_of_their_base(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -249,7 +230,7 @@ def test_status_all_batches_the_diffs_of_units_ahead_of_their_base(
     git(sandbox.repo, "commit", "-q", "-m", "base moves")
     git(sandbox.worktree("u4"), "merge", "-q", "--no-edit", "main")
     document, log = _status_all_logging_git(sandbox, tmp_path)
-    verbs = _git_verbs(log)
+    verbs = git_verbs(log)
     assert verbs.count("status") == len(names), verbs
     assert verbs.count("rev-list") == 1 and verbs.count("diff-tree") == 1, verbs
     assert verbs.count("diff") == 1, verbs  # u4 alone: the merge of its base
@@ -305,7 +286,7 @@ def test_status_all_over_a_realistic_batch_costs_one_git_process_per_unit(
         worktree = unit["worktree"]
         assert (worktree["ahead_of_base"], worktree["behind_base"]) == (1, 0), unit
         assert worktree["dirty_sample"] == [f" M {unit['unit_id']}.txt"], unit
-    verbs = _git_verbs(log)
+    verbs = git_verbs(log)
     assert verbs.count("status") == count, verbs
     assert verbs.count("rev-list") <= 1 and verbs.count("diff-tree") <= 1, verbs
     assert len(verbs) <= count + 8, sorted(set(verbs))

@@ -178,13 +178,24 @@ class Base:
     source: str  # "origin" | "local"
 
 
-def resolve_base(workspace: Workspace, request: Candidate, deadline: Deadline) -> Base:
+def resolve_base(
+    workspace: Workspace,
+    request: Candidate,
+    deadline: Deadline,
+    remote_heads: dict[str, str | None] | None = None,
+) -> Base:
+    """The commit a new unit starts from. A dry run fetches nothing: it reads origin's head
+    (from `remote_heads` when the caller already listed them, `git.remote_branch_heads`)."""
     cwd = workspace.toplevel
     remote_ref = f"refs/remotes/origin/{request.base}"
     local_ref = f"refs/heads/{request.base}"
     if git.has_remote(cwd):
         if request.dry_run:
-            remote_sha = git.remote_branch_head(request.base, cwd=cwd)
+            remote_sha = (
+                remote_heads[request.base]
+                if remote_heads is not None and request.base in remote_heads
+                else git.remote_branch_head(request.base, cwd=cwd)
+            )
             if remote_sha:
                 return Base(remote_ref, remote_sha, "origin")
         else:
@@ -295,14 +306,10 @@ def check_conflicts(workspace: Workspace, request: Candidate, records: list[Unit
                 else None,
                 next_command=Rewrite(flags=("--allow-overlap",)) if "paths" in reason else None,
             )
-    cwd = workspace.toplevel
-    from registry.threads import Pool
-
     refs = (f"refs/heads/{request.branch}", f"refs/remotes/origin/{request.branch}")
-    with Pool(2) as pool:  # both asked side by side (SPEC 7), answered in this order
-        found = pool.map(lambda ref: git.ref_exists(ref, cwd=cwd), refs)
-    for ref, exists in zip(refs, found, strict=True):
-        if exists:
+    found = git.existing_refs(refs, cwd=workspace.toplevel)  # one git process for both
+    for ref in refs:  # answered in this order
+        if ref in found:
             raise StateError(
                 "branch-exists",
                 f"branch {request.branch} already exists at {ref}",

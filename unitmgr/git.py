@@ -396,6 +396,20 @@ def resolve_commit(ref: str, *, cwd: Path) -> str | None:
     return result.stdout.strip() or None if result.returncode == 0 else None
 
 
+def existing_refs(refs: Sequence[str], *, cwd: Path) -> set[str]:
+    """Which of `refs` (full names) exist, from one `for-each-ref` (none of them when git
+    fails, as `ref_exists` says False). A pattern also lists refs below it: exact names only."""
+    result = run_git(
+        ["for-each-ref", "--format=%(refname)", "--", *refs],
+        cwd=cwd,
+        step="check refs",
+        check=False,
+    )
+    if result.returncode != 0:
+        return set()
+    return set(result.stdout.splitlines()) & set(refs)
+
+
 def ref_exists(ref: str, *, cwd: Path) -> bool:
     result = run_git(
         ["show-ref", "--verify", "--quiet", ref], cwd=cwd, step="check ref", check=False
@@ -435,17 +449,28 @@ def fetch_base(base: str, *, cwd: Path) -> str:
 
 def remote_branch_head(branch: str, *, cwd: Path) -> str | None:
     """The commit of `refs/heads/<branch>` at origin (network), or None when absent."""
+    return remote_branch_heads([branch], cwd=cwd)[branch]
+
+
+def remote_branch_heads(branches: Sequence[str], *, cwd: Path) -> dict[str, str | None]:
+    """The commit of each `refs/heads/<branch>` at origin (None when absent), from one
+    `ls-remote`: one round trip to the remote however many branches (a dry run's base and
+    branch)."""
+    wanted = {f"refs/heads/{branch}": branch for branch in branches}
     result = run_git(
-        ["ls-remote", "--heads", "origin", f"refs/heads/{branch}"],
+        ["ls-remote", "--heads", "origin", *wanted],
         cwd=cwd,
-        step=f"ls-remote origin {branch}",
+        step=f"ls-remote origin {' '.join(branches)}",
         network=True,
     )
+    heads: dict[str, str | None] = dict.fromkeys(branches)
     for line in result.stdout.splitlines():
         sha, _, name = line.partition("\t")
-        if name == f"refs/heads/{branch}":
-            return sha
-    return None
+        # ls-remote matches a pattern against the tail of a name (refs/heads/x/refs/heads/b
+        # matches refs/heads/b): exact names only
+        if name in wanted:
+            heads[wanted[name]] = sha
+    return heads
 
 
 # -- worktrees -------------------------------------------------------------------------------

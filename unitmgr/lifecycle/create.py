@@ -102,9 +102,19 @@ def preflight(
     entries = workspace.registry.scan()
     pulls = admission.live_pr_state(open_forge(workspace), admission.refuse_unreadable(entries))
     capacity = admit(entries, request, pulls)
-    base = resolve_base(workspace, request, deadline)
-    if git.has_remote(workspace.toplevel) and git.remote_branch_head(
-        request.branch, cwd=workspace.toplevel
+    origin = git.has_remote(workspace.toplevel)
+    # A dry run reads origin's base and branch in one round trip; a create fetches the base
+    # (under the fetch lock) and then asks for the branch.
+    heads = (
+        git.remote_branch_heads([request.base, request.branch], cwd=workspace.toplevel)
+        if origin and request.dry_run
+        else None
+    )
+    base = resolve_base(workspace, request, deadline, remote_heads=heads)
+    if origin and (
+        heads[request.branch]
+        if heads is not None
+        else git.remote_branch_head(request.branch, cwd=workspace.toplevel)
     ):
         raise StateError("branch-exists", f"branch {request.branch} already exists at origin")
     return entries, pulls, capacity, base
