@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import sys
 
+if sys.argv[1:2] == ["_supervise"]:
+    # The supervisor skips Typer entirely: it starts for every turn and needs no CLI parsing,
+    # and it ends its own way (pair/supervisor.py).
+    from pair.supervisor import main as supervise
 
-def _main() -> int:
-    if sys.argv[1:2] == ["_supervise"]:
-        # The supervisor skips Typer entirely: it starts for every turn and needs no CLI parsing.
-        from pair.supervisor import main as supervise
+    sys.exit(supervise(sys.argv[2:]))
+else:
+    from pair.entry import run
 
-        return supervise(sys.argv[2:])
-    from pair.entry import main
-
-    return main()
-
-
-sys.exit(_main())
+    run()

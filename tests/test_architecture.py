@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,14 @@ FORBIDDEN = {
 }
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every rule that reads it."""
+    return ast.parse(path.read_text(), filename=str(path))
+
+
 def imported_top_levels(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parsed(path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -39,7 +46,7 @@ def test_import_direction(package: str) -> None:
 def imported_modules(path: Path) -> set[str]:
     """Every module `path` imports, dotted in full (`from unitmgr import views` gives both
     `unitmgr` and `unitmgr.views`), lazy imports inside functions included."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parsed(path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

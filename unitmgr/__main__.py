@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from unitmgr.entry import run
 
-from unitmgr.entry import main
-
-sys.exit(main())
+run()

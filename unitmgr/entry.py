@@ -157,5 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     return typer_main(arguments)
 
 
+def run() -> None:
+    """The console script: `main`, then the interpreter's exit without its teardown
+    (registry/leave.py)."""
+    from registry.leave import leave
+
+    leave(main())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

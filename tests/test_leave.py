@@ -1,0 +1,65 @@
+"""The console scripts' exit (registry/leave.py): what `sys.exit` guarantees still happens —
+non-daemon threads finish, atexit runs, buffered output arrives, a closed stdout exits 120 —
+and the status is the command's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import VENV_BIN
+
+
+def _leave(tmp_path: Path, body: str, stdout: int = subprocess.PIPE) -> subprocess.CompletedProcess:
+    script = tmp_path / "script.py"
+    script.write_text(f"import sys, threading, atexit\nfrom registry.leave import leave\n{body}\n")
+    # Block-buffered stdout, as a console script writing to a pipe has it.
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    return subprocess.run(
+        [sys.executable, str(script)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        timeout=60,
+        env=environment,
+    )
+
+
+def test_a_running_thread_finishes_and_atexit_runs_before_the_status(tmp_path: Path) -> None:
+    done, hook, gate = tmp_path / "thread-done", tmp_path / "atexit-ran", tmp_path / "gate"
+    body = f"""
+import os
+def work():
+    while not os.path.exists({str(gate)!r}):
+        threading.Event().wait(0.01)
+    open({str(done)!r}, "w").write("done")
+threading.Thread(target=work).start()
+atexit.register(lambda: open({str(hook)!r}, "w").write(str(os.path.exists({str(done)!r}))))
+sys.stdout.write("no newline, still buffered")
+open({str(gate)!r}, "w").close()
+leave(3)
+"""
+    completed = _leave(tmp_path, body)
+    assert completed.returncode == 3, completed.stderr
+    assert done.read_text() == "done"
+    assert hook.read_text() == "True"  # atexit ran after the thread was joined, as at exit
+    assert completed.stdout == b"no newline, still buffered"
+
+
+def test_none_is_0_and_a_closed_stdout_is_120(tmp_path: Path) -> None:
+    assert _leave(tmp_path, "leave(None)").returncode == 0
+    read, write = os.pipe()
+    os.close(read)  # nobody reads: the flush at exit fails with EPIPE
+    try:
+        body = "import signal\nsignal.signal(signal.SIGPIPE, signal.SIG_IGN)\n"
+        body += "sys.stdout.write('x' * 10)\nleave(0)"
+        assert _leave(tmp_path, body, stdout=write).returncode == 120  # as CPython's own exit
+    finally:
+        os.close(write)
+
+
+def test_the_console_scripts_end_through_leave() -> None:
+    for program, module in (("unit", "unitmgr.entry"), ("pair", "pair.entry")):
+        text = (Path(VENV_BIN) / program).read_text()
+        assert f"from {module} import run" in text, text
