@@ -61,7 +61,11 @@ from registry.timeutil import iso_z, seconds_from_env
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    _A = TypeVar("_A")
+    _B = TypeVar("_B")
 
 EXIT_NOT_OWNER = 2
 SIGTERM_REASON = "the supervisor received SIGTERM"
@@ -327,9 +331,13 @@ def run_and_account(
         environment["UNITMGR_UNIT"] = session.unit
     branch = session.branch or pair_git.current_branch(paths.state_dir.parent)
     audit_since = time.time()  # the window the ledger and the ref log are read for
-    refs_before = audit_refs(paths, session) if marker.write else None
     audited = (Path(session.worktree), paths.state_dir.parent)  # the config audit (SPEC 8)
-    config_before = pair_git.config_snapshot_or_none(*audited)
+    if marker.write:  # a read-only turn has no ref audit: nothing to run beside the config's
+        refs_before, config_before = side_by_side(
+            lambda: audit_refs(paths, session), lambda: pair_git.config_snapshot_or_none(*audited)
+        )
+    else:
+        refs_before, config_before = None, pair_git.config_snapshot_or_none(*audited)
 
     def record_partner(identity: ProcessIdentity) -> None:
         update_owned_marker(paths, token, partner=identity.to_json())
@@ -381,12 +389,14 @@ def run_and_account(
     # Whatever the turn left running — in the partner's group, or escaped from it with setsid
     # and a double fork (reparented here, the subreaper) — dies with the turn.
     leftovers = [*result.leftovers, *sweep_descendants()]
-    changes, unattributed = (
-        foreign_changes(paths, session, refs_before, branch, audit_since)
-        if marker.write
-        else (None, None)
-    )
-    config_changes = pair_git.foreign_config_changes(*audited, config_before)
+    if marker.write:
+        (changes, unattributed), config_changes = side_by_side(
+            lambda: foreign_changes(paths, session, refs_before, branch, audit_since),
+            lambda: pair_git.foreign_config_changes(*audited, config_before),
+        )
+    else:
+        changes, unattributed = None, None
+        config_changes = pair_git.foreign_config_changes(*audited, config_before)
     if result.outcome.reply:
         write_text_atomic(request.reply_file, result.outcome.reply + "\n")
     elif request.reply_file.exists():
@@ -415,6 +425,19 @@ def run_and_account(
             "foreign_config_changes": config_changes,
         },
     )
+
+
+def side_by_side(first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
+    """Both answers, `first` in a thread while `second` runs here: the ref and config audits
+    are a git process each, and a turn's partner starts (and its receipt is written) one
+    process sooner when they run at once (SPEC 7). The thread has ended when this returns —
+    no thread is left when the partner is started — and an error in either is raised here."""
+    from registry.threads import Pool
+
+    with Pool(1) as pool:
+        task = pool.submit(first)
+        second_answer = second()
+        return task.result(), second_answer
 
 
 def _remote() -> Any:

@@ -359,3 +359,33 @@ def test_has_remote_answers_as_git_remote_from_the_shared_listing(
     (repo / ".git" / "remotes").mkdir()
     (repo / ".git" / "remotes" / "legacy").write_text("URL: /y\n")
     assert both("legacy") == (False, False) and ran == [["remote"]]
+
+
+def test_a_turns_two_audits_run_at_once_and_leave_no_thread() -> None:
+    """The supervisor's ref and config audits (a git process each) run side by side before the
+    partner starts and after it ends; no thread of theirs is left when the partner starts."""
+    import threading
+
+    from pair.supervisor import side_by_side
+
+    both_running = threading.Barrier(2, timeout=10)  # broken unless the two overlap
+
+    def first() -> int:
+        both_running.wait()
+        return threading.get_ident()
+
+    def second() -> str:
+        both_running.wait()
+        return "second"
+
+    threads = threading.active_count()
+    ident, answer = side_by_side(first, second)
+    assert ident != threading.get_ident() and answer == "second"
+    assert threading.active_count() == threads
+
+    def failing() -> None:
+        raise ValueError("the ref audit failed")
+
+    with pytest.raises(ValueError, match="the ref audit failed"):
+        side_by_side(failing, lambda: None)
+    assert threading.active_count() == threads
