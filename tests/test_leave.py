@@ -59,7 +59,13 @@ def test_none_is_0_and_a_closed_stdout_is_120(tmp_path: Path) -> None:
         os.close(write)
 
 
-def test_the_console_scripts_end_through_leave() -> None:
+def test_the_console_scripts_are_ours_and_end_through_leave() -> None:
+    """The installed scripts are bin/'s (pyproject's shared-scripts), first line rewritten to
+    the installing interpreter: no `re` imported before the command (pip's wrapper's)."""
+    root = Path(__file__).resolve().parent.parent
     for program, module in (("unit", "unitmgr.entry"), ("pair", "pair.entry")):
-        text = (Path(VENV_BIN) / program).read_text()
-        assert f"from {module} import run" in text, text
+        installed = (Path(VENV_BIN) / program).read_text()
+        shebang, _, body = installed.partition("\n")
+        assert shebang.startswith("#!") and "python" in shebang, shebang
+        assert body == (root / "bin" / program).read_text().partition("\n")[2]
+        assert f"from {module} import run\n" in body and "import re" not in body
