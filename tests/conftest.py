@@ -134,12 +134,12 @@ def long_first(items: list[Any]) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Every xdist worker sorts the same way, and `-n 3` (`--dist loadgroup`) hands tests out in this
+    # Every xdist worker sorts the same way, and `-n 2` (`--dist loadgroup`) hands tests out in this
     # order: the long ones (a real-CLI turn takes 10-35 s) start at once, one worker each, and
-    # the end of the run is many short tests that the workers share evenly. Long tests last
-    # made the run's tail one 15-35 s test on one worker while the others sat idle. (Three
-    # workers on two cores: the two long queues wait on CLIs and Ray much of the time, and the
-    # third keeps the cores busy meanwhile — `-n 2` left ~20% of them idle; decisions.md.)
+    # the end of the run is many short tests that the two workers share evenly. Long tests
+    # last made the run's tail one 15-35 s test on one worker while the other sat idle.
+    # (`-n 3` fills the ~20% of idle cores, but on a contended host costs a third more CPU and
+    # ran slower: measured both ways, decisions.md.)
     long_first(items)
     # Two long queues, each on one worker (`--dist loadgroup`, pyproject; xdist hands the
     # biggest group out first): every test on the two-node Ray cluster — one cluster (8 s and
