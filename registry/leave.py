@@ -19,6 +19,7 @@ import sys
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import NoReturn
 
 # CPython's exit status when flushing stdout fails at exit (Py_FinalizeEx).
@@ -26,21 +27,45 @@ UNFLUSHED = 120
 
 
 def leave(code: int | None) -> NoReturn:
-    """End the process with `code` (None is 0) as `sys.exit(code)` would, minus the teardown."""
+    """End the process with `code` (None is 0) as `sys.exit(code)` would, minus the teardown.
+
+    Each step stands alone, as in CPython's own exit: a Ctrl-C while a thread is joined, or an
+    atexit callback that raises, is printed and the next steps still run."""
     status = 0 if code is None else code
     try:
         threading = sys.modules.get("threading")
         if threading is not None:  # (never imported: no thread to wait for)
-            threading._shutdown()  # joins non-daemon threads
+            _step(threading._shutdown)  # joins non-daemon threads
         import atexit
 
-        atexit._run_exitfuncs()
+        _step(atexit._run_exitfuncs)
         for stream in (sys.stdout, sys.stderr):
             if stream is None or getattr(stream, "closed", False):
                 continue  # (CPython skips a closed stream too)
             try:
                 stream.flush()
-            except OSError:  # a closed pipe: CPython exits 120 for either stream
+            except OSError as error:  # a closed pipe: CPython exits 120 for either stream
                 status = UNFLUSHED
+                if stream is sys.stdout:
+                    _ignored(error, "<stdout>")
     finally:
         os._exit(status & 0xFF)
+
+
+def _step(action: Callable[[], object]) -> None:
+    try:
+        action()
+    except BaseException as error:  # Ctrl-C included: said, then the exit goes on
+        _ignored(error, getattr(action, "__qualname__", "exit"))
+
+
+def _ignored(error: BaseException, where: str) -> None:
+    """CPython's "Exception ignored" line and traceback, on stderr if it can still be written."""
+    try:
+        import traceback
+
+        sys.stderr.write(f"Exception ignored at exit in: {where}\n")
+        traceback.print_exception(error, file=sys.stderr)
+        sys.stderr.flush()
+    except BaseException:  # stderr gone too: nothing left to say it on
+        pass

@@ -404,3 +404,20 @@ def test_a_dry_run_asks_origin_once_for_its_base_and_branch(
     assert "refs/heads/feat/u3" in git(sandbox.repo, "ls-remote", "origin", "refs/heads/feat/u3")
     planned = sandbox.unit(*sandbox.create_args("u3"), "--dry-run")
     assert planned.code == 0, planned.stdout
+
+
+def test_a_junk_packed_refs_line_still_finds_the_branch(sandbox: Sandbox) -> None:
+    """One junk line in `packed-refs` (an executor can write the common dir) makes the one
+    `for-each-ref` fail; the branch is then asked for on its own and still found."""
+    git(sandbox.repo, "branch", "feat/u4")  # a loose ref
+    with (sandbox.common_dir / "packed-refs").open("a") as packed:
+        packed.write("this is not a packed ref\n")
+    taken = sandbox.create("u4", "--dry-run")
+    assert taken.code == 1, taken.stdout + taken.stderr
+    assert taken["code"] == "branch-exists", taken.stdout
+    assert taken["reason"] == "branch feat/u4 already exists at refs/heads/feat/u4"
+    # The create itself stops sooner, at its fetch, which the same line makes fatal: refused,
+    # nothing made.
+    refused = sandbox.create("u4")
+    assert refused.code == 1 and refused["code"] == "git-failed", refused.stdout
+    assert sandbox.unit("list")["units"] == []

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import VENV_BIN
+from tests.conftest import VENV_BIN, wait_until
 
 
 def _leave(tmp_path: Path, body: str, stdout: int = subprocess.PIPE) -> subprocess.CompletedProcess:
@@ -69,3 +69,48 @@ def test_the_console_scripts_are_ours_and_end_through_leave() -> None:
         assert shebang.startswith("#!") and "python" in shebang, shebang
         assert body == (root / "bin" / program).read_text().partition("\n")[2]
         assert f"from {module} import run\n" in body and "import re" not in body
+
+
+def test_each_exit_step_stands_alone(tmp_path: Path) -> None:
+    """A Ctrl-C while a thread is joined, and an atexit callback that raises, are said on
+    stderr; atexit still runs and the buffered output still arrives (CPython's own exit)."""
+    import signal
+
+    joining, hook, gate = tmp_path / "joining", tmp_path / "atexit-ran", tmp_path / "gate"
+    body = f"""
+import os
+def work():
+    # The main thread reads as stopped once `leave` is joining this one (threading._shutdown).
+    while threading.main_thread().is_alive():
+        threading.Event().wait(0.01)
+    open({str(joining)!r}, "w").close()
+    while not os.path.exists({str(gate)!r}):
+        threading.Event().wait(0.01)
+threading.Thread(target=work).start()
+def broken():
+    raise RuntimeError("a broken callback")
+atexit.register(lambda: open({str(hook)!r}, "w").write("ran"))
+atexit.register(broken)  # (run first: last registered)
+sys.stdout.write("the document")
+leave(3)
+"""
+    script = tmp_path / "script.py"
+    script.write_text(f"import sys, threading, atexit\nfrom registry.leave import leave\n{body}\n")
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    process = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment,
+    )
+    try:
+        wait_until(joining.exists, timeout=30)
+        process.send_signal(signal.SIGINT)  # lands in the join (the thread waits for the gate)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        gate.touch()
+        process.kill()
+    assert process.returncode == 3, stderr
+    assert stdout == b"the document"
+    assert hook.read_text() == "ran"
+    assert b"Exception ignored at exit" in stderr and b"a broken callback" in stderr, stderr

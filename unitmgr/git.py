@@ -397,8 +397,9 @@ def resolve_commit(ref: str, *, cwd: Path) -> str | None:
 
 
 def existing_refs(refs: Sequence[str], *, cwd: Path) -> set[str]:
-    """Which of `refs` (full names) exist, from one `for-each-ref` (none of them when git
-    fails, as `ref_exists` says False). A pattern also lists refs below it: exact names only."""
+    """Which of `refs` (full names) exist, from one `for-each-ref`. A pattern also lists refs
+    below it: exact names only. When it fails (one junk line in `packed-refs` is fatal to it,
+    and an executor can write that file) each ref is asked on its own, as `ref_exists` does."""
     result = run_git(
         ["for-each-ref", "--format=%(refname)", "--", *refs],
         cwd=cwd,
@@ -406,7 +407,7 @@ def existing_refs(refs: Sequence[str], *, cwd: Path) -> set[str]:
         check=False,
     )
     if result.returncode != 0:
-        return set()
+        return {ref for ref in refs if ref_exists(ref, cwd=cwd)}
     return set(result.stdout.splitlines()) & set(refs)
 
 
