@@ -4,7 +4,7 @@ A short command's last 10-20 ms went to the interpreter's finalization — every
 namespace cleared and a final garbage collection over everything ~150 imports made — after
 its one JSON document was already written (SPEC 7). `leave` does what an exit must do and
 what a caller can see — non-daemon threads joined (a notification still being delivered),
-`atexit` callbacks run, stdout and stderr flushed, exit status 120 when stdout cannot be
+`atexit` callbacks run, stdout and stderr flushed, exit status 120 when one cannot be
 flushed, as CPython's own exit gives — and then ends the process with `os._exit`. The
 warm CLI of the tests (tests/cli_zygote.py) ends each command the same way.
 

@@ -12,18 +12,21 @@ from pathlib import Path
 from tests.conftest import VENV_BIN, wait_until
 
 
-def _leave(tmp_path: Path, body: str, stdout: int = subprocess.PIPE) -> subprocess.CompletedProcess:
+def _start(tmp_path: Path, body: str, stdout: int = subprocess.PIPE) -> subprocess.Popen:
+    """A script ending in `leave`, started with block-buffered stdout (as a console script
+    writing to a pipe has it)."""
     script = tmp_path / "script.py"
     script.write_text(f"import sys, threading, atexit\nfrom registry.leave import leave\n{body}\n")
-    # Block-buffered stdout, as a console script writing to a pipe has it.
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    return subprocess.run(
-        [sys.executable, str(script)],
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-        timeout=60,
-        env=environment,
+    return subprocess.Popen(
+        [sys.executable, str(script)], stdout=stdout, stderr=subprocess.PIPE, env=environment
     )
+
+
+def _leave(tmp_path: Path, body: str, stdout: int = subprocess.PIPE) -> subprocess.CompletedProcess:
+    process = _start(tmp_path, body, stdout)
+    out, err = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
 def test_a_running_thread_finishes_and_atexit_runs_before_the_status(tmp_path: Path) -> None:
@@ -94,15 +97,7 @@ atexit.register(broken)  # (run first: last registered)
 sys.stdout.write("the document")
 leave(3)
 """
-    script = tmp_path / "script.py"
-    script.write_text(f"import sys, threading, atexit\nfrom registry.leave import leave\n{body}\n")
-    environment = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    process = subprocess.Popen(
-        [sys.executable, str(script)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=environment,
-    )
+    process = _start(tmp_path, body)
     try:
         wait_until(joining.exists, timeout=30)
         process.send_signal(signal.SIGINT)  # lands in the join (the thread waits for the gate)

@@ -193,7 +193,7 @@ def resolve_base(
         if request.dry_run:
             remote_sha = (
                 remote_heads[request.base]
-                if remote_heads is not None and request.base in remote_heads
+                if remote_heads is not None
                 else git.remote_branch_head(request.base, cwd=cwd)
             )
             if remote_sha:
