@@ -5,7 +5,8 @@ stdin=DEVNULL)` (with `input` bytes, stdin is a pipe a thread feeds instead): th
 `CompletedProcess` (stdout and stderr decoded with universal newlines), `TimeoutExpired` after
 killing the command, and it returns only once both output pipes are closed — by the command and
 by anything it left running — as `subprocess.run` does.
-One server per test process, started on first use and stopped at the end of the session.
+Up to two servers per test process (`server_kind`: PyGithub warm or not), each started on first
+use and stopped at the end of the session.
 Command lines it cannot serve faithfully (interpreter settings such as `PYTHON*` that differ
 from the server's, another locale, `UNITMGR_TESTS_FRESH_CLI=1`, a program that is not the venv's
 console script) run as a fresh process instead.
@@ -33,8 +34,8 @@ SERVER = Path(__file__).with_name("cli_zygote.py")
 FRESH = os.environ.get("UNITMGR_TESTS_FRESH_CLI", "").strip() == "1"
 # Settings a fresh interpreter reads at start-up, which a warm fork would not honour.
 _STARTUP_SETTINGS = ("PYTHON", "LC_ALL", "LC_CTYPE")
-_server: subprocess.Popen[str] | None = None
-_socket_dir: str | None = None
+# Per kind of warm server ("github", "plain"): the running server and its socket's directory.
+_servers: dict[str, tuple[subprocess.Popen[str], str]] = {}
 _settings: dict[str, str] | None = None
 _starting = threading.Lock()
 
@@ -54,46 +55,57 @@ def serves(program: str, env: dict[str, str]) -> bool:
     return _settings is None or _startup_settings(env) == _settings
 
 
-def _socket_path(env: dict[str, str]) -> str:
+# The commands that always talk to GitHub; any other does when the test gave it a GitHub.
+GITHUB_COMMANDS = frozenset({"intake", "merge", "feedback", "serve"})
+
+
+def server_kind(program: str, argv: list[str], env: dict[str, str]) -> str:
+    """Which warm server runs the command line: "github" (PyGithub warm: importing it costs a
+    command ~0.25 s of CPU) when it may talk to GitHub, else "plain" (half the memory, so a
+    cheaper fork). Only speed depends on it: a command that needs PyGithub imports it anyway."""
+    if "GITHUB_API_URL" in env or (program == "unit" and GITHUB_COMMANDS.intersection(argv[:1])):
+        return "github"
+    return "plain"
+
+
+def _socket_path(kind: str, env: dict[str, str]) -> str:
     # Tests run commands from several threads at once (concurrent creates): only one of them
-    # may start the server, and none may read the socket path while another is replacing it.
+    # may start a server, and none may read a socket path while another is replacing it.
     with _starting:
-        return _started_socket_path(env)
+        return _started_socket_path(kind, env)
 
 
-def _started_socket_path(env: dict[str, str]) -> str:
-    global _server, _socket_dir, _settings
-    if _server is not None and _server.poll() is None:
-        assert _socket_dir is not None
-        return os.path.join(_socket_dir, "zygote.sock")
-    _socket_dir = tempfile.mkdtemp(prefix="unitmgr-zygote-")
-    path = os.path.join(_socket_dir, "zygote.sock")
+def _started_socket_path(kind: str, env: dict[str, str]) -> str:
+    global _settings
+    if kind in _servers and _servers[kind][0].poll() is None:
+        return os.path.join(_servers[kind][1], "zygote.sock")
+    socket_dir = tempfile.mkdtemp(prefix="unitmgr-zygote-")
+    path = os.path.join(socket_dir, "zygote.sock")
     # The interpreter's own start-up settings (PYTHONDONTWRITEBYTECODE, ...) are the callers'.
+    # (`serves` sends a server only the command lines whose settings match the first's.)
     _settings = _startup_settings(env)
     environment = {**_settings, "LANG": "C.UTF-8", "PATH": env.get("PATH", "")}
-    _server = subprocess.Popen(
-        [sys.executable, "-P", str(SERVER), path],
+    server = subprocess.Popen(
+        [sys.executable, "-P", str(SERVER), path, kind],
         cwd="/",
         env=environment,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert _server.stdout is not None
-    if _server.stdout.readline().strip() != "ready":
+    _servers[kind] = (server, socket_dir)
+    assert server.stdout is not None
+    if server.stdout.readline().strip() != "ready":
         raise RuntimeError("the CLI zygote did not start (run with UNITMGR_TESTS_FRESH_CLI=1)")
     return path
 
 
 def stop() -> None:
-    global _server, _socket_dir
-    if _server is not None:
-        _server.kill()
-        _server.wait()
-        _server = None
-    if _socket_dir is not None:
-        shutil.rmtree(_socket_dir, ignore_errors=True)
-        _socket_dir = None
+    while _servers:
+        _, (server, socket_dir) = _servers.popitem()
+        server.kill()
+        server.wait()
+        shutil.rmtree(socket_dir, ignore_errors=True)
 
 
 def _decode(data: bytes) -> str:
@@ -188,7 +200,7 @@ def run(
     devnull = _stdin(input)
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        connection.connect(_socket_path(env))
+        connection.connect(_socket_path(server_kind(program, argv, env), env))
         request = {"program": str(VENV_BIN / program), "argv": argv, "cwd": str(cwd), "env": env}
         socket.send_fds(
             connection, [json.dumps(request).encode() + b"\n"], [devnull, out_write, err_write]

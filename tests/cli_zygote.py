@@ -6,9 +6,11 @@ across the suite that is most of its time. This server imports those once, then 
 command line in a forked child that is set up exactly as the console script would be — its own
 process, the caller's argv, environment, working directory and stdin/stdout/stderr (passed as
 file descriptors, so a descendant that kept a pipe open still holds the caller up), the same
-entry function (`unitmgr.entry:main`, `pair.cli:main`), the interpreter's exit sequence (non-daemon
-threads joined, atexit run, streams flushed) and its real wait status (a SIGKILLed command reads
-as -9).
+entry function (`unitmgr.entry:main`, `pair.entry:main`), the interpreter's exit sequence
+(non-daemon threads joined, atexit run, streams flushed) and its real wait status (a SIGKILLed
+command reads as -9). A test process may run two: one that also has PyGithub warm, for the
+command lines that talk to GitHub, and one without it for every other (a smaller process forks
+faster).
 
 It must not run a command in the server itself (every command starts from the same pristine
 import state), and it imports nothing a command reads the environment for at import time (the
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import array
 import atexit
+import contextlib
 import io
 import json
 import os
@@ -40,22 +43,26 @@ WARM = (
     "rich",
     "rich.console",
     "rich.table",
-    "github",
     "psutil",
     "tenacity",
     "unitmgr.entry",
     "unitmgr.cli",
     "pair.cli",
 )
+# PyGithub (with requests, urllib3 and the crypto it signs apps with) is half of a warm server's
+# memory, ~28 of 56 MB, and a fork's cost grows with it (see `serve`): it is warm only in the
+# server that runs the command lines which talk to GitHub (tests/cli_client.py chooses).
+WARM_FOR_GITHUB = ("github",)
 ENTRY_POINTS = {"unit": ("unitmgr.entry", "main"), "pair": ("pair.entry", "main")}
 MAX_REQUEST = 1 << 20
+RECEIVE_SECONDS = 10.0
 
 
-def warm() -> None:
+def warm(kind: str) -> None:
     import importlib
     import pkgutil
 
-    for name in WARM:
+    for name in (*WARM_FOR_GITHUB, *WARM) if kind == "github" else WARM:
         importlib.import_module(name)
     for package in ("registry", "pair", "unitmgr"):
         module = importlib.import_module(package)
@@ -146,24 +153,40 @@ def run_command(request: dict[str, object], fds: list[int]) -> None:
             os._exit(code & 0xFF)
 
 
-def handle(connection: socket.socket, listener: socket.socket) -> None:
-    """In a forked handler: start the command as our child, report its pid, then its status."""
-    listener.close()
-    request, fds = receive(connection)
+def start(connection: socket.socket, others: list[socket.socket | int]) -> int | None:
+    """Read one command line from `connection` and fork its command; the command's pid, or None
+    for a request that never came whole (its client went away)."""
+    connection.settimeout(RECEIVE_SECONDS)  # a client sends its request as it connects
+    try:
+        request, fds = receive(connection)
+    except (OSError, ValueError):
+        return None
     pid = os.fork()
     if pid == 0:
+        for other in others:  # the server's sockets and pidfds are not the command's
+            if isinstance(other, int):
+                os.close(other)
+            else:
+                other.close()
         connection.close()
         run_command(request, fds)
     for fd in fds:
         os.close(fd)
-    connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-    _, status = os.waitpid(pid, 0)
-    connection.sendall(json.dumps({"status": status}).encode() + b"\n")
-    connection.close()
+    return pid
 
 
-def serve(path: str) -> None:
-    warm()
+def answer(connection: socket.socket, message: dict[str, int]) -> None:
+    with contextlib.suppress(OSError):  # a client that timed out has gone: nothing to tell
+        connection.sendall(json.dumps(message).encode() + b"\n")
+
+
+def serve(path: str, kind: str) -> None:
+    """Fork each command line's command straight from this process, one fork per command: a
+    fork's cost grows with the process's resident memory (page tables, on this VM ~0.05 ms a MB,
+    ~3 ms for the warm imports), so no second fork stands between the server and the command.
+    Each command's exit is seen through its pidfd, never `waitpid(-1)` (which could take
+    another command's status). `kind`: "github" also warms PyGithub."""
+    warm(kind)
     import gc
 
     # The warm imports move to the permanent generation: a command's collections never walk
@@ -176,25 +199,27 @@ def serve(path: str) -> None:
     listener.bind(path)
     listener.listen(64)
     print("ready", flush=True)
+    running: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, its client's connection)
     while os.getppid() == parent:  # the test process went away: so do we
-        readable, _, _ = select.select([listener], [], [], 1.0)
-        while True:  # reap finished handlers
-            try:
-                finished, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if finished == 0:
-                break
-        if not readable:
-            continue
-        connection, _ = listener.accept()
-        if os.fork() == 0:
-            try:
-                handle(connection, listener)
-            finally:
-                os._exit(0)
-        connection.close()
+        readable, _, _ = select.select([listener, *running], [], [], 1.0)
+        for ready in readable:
+            if ready is listener:
+                connection, _ = listener.accept()
+                others: list[socket.socket | int] = [listener, *running]
+                others += [client for _, client in running.values()]
+                pid = start(connection, others)
+                if pid is None:
+                    connection.close()
+                    continue
+                running[os.pidfd_open(pid)] = (pid, connection)
+                answer(connection, {"pid": pid})
+                continue
+            pid, connection = running.pop(ready)
+            os.close(ready)
+            _, status = os.waitpid(pid, 0)
+            answer(connection, {"status": status})
+            connection.close()
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], sys.argv[2])

@@ -66,3 +66,50 @@ def test_other_interpreter_settings_run_fresh(sandbox: Sandbox) -> None:
     assert not cli_client.serves("unit", dict(os.environ, PYTHONPATH="/elsewhere"))
     assert not cli_client.serves("unit", dict(os.environ, LANG="de_DE.ISO-8859-1"))
     assert not cli_client.serves("git", dict(os.environ))
+
+
+@pytest.mark.skipif(cli_client.FRESH, reason="UNITMGR_TESTS_FRESH_CLI=1: every call is fresh")
+def test_commands_at_once_each_get_their_own_status_and_a_broken_request_stops_nothing(
+    sandbox: Sandbox,
+) -> None:
+    """One server forks every command and waits on each by its pidfd: eight at once, of three
+    exit codes, each answered with its own; a client that connects and leaves without a request
+    is dropped and the server goes on serving."""
+    import socket
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = [("--version",), ("frobnicate",), ("list", "--repo", str(sandbox.root))] * 3
+    expected = {case: fresh("unit", *case, cwd=sandbox.root) for case in set(cases)}
+    assert len({outcome[0] for outcome in expected.values()}) == 3  # 0, 2 and not-a-repository
+    with ThreadPoolExecutor(len(cases)) as pool:
+        answers = list(pool.map(lambda case: warm("unit", *case, cwd=sandbox.root), cases))
+    assert answers == [expected[case] for case in cases]
+
+    path = cli_client._socket_path("plain", dict(os.environ))
+    server = cli_client._servers["plain"][0]
+    for payload in (b"", b"{not json\n"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(path)
+            client.sendall(payload)
+            client.shutdown(socket.SHUT_WR)
+            assert client.recv(100) == b""  # dropped: no pid, no status
+    assert warm("unit", "--version", cwd=sandbox.root) == expected[("--version",)]
+    assert cli_client._servers["plain"][0] is server and server.poll() is None  # the same one
+
+
+@pytest.mark.skipif(cli_client.FRESH, reason="UNITMGR_TESTS_FRESH_CLI=1: every call is fresh")
+def test_a_command_that_may_talk_to_github_runs_in_the_server_with_pygithub_warm(
+    sandbox: Sandbox,
+) -> None:
+    plain = dict(os.environ)
+    with_github = dict(os.environ, GITHUB_API_URL="http://127.0.0.1:9/api/v3")
+    assert cli_client.server_kind("unit", ["list"], plain) == "plain"
+    assert cli_client.server_kind("pair", ["status"], plain) == "plain"
+    assert cli_client.server_kind("unit", ["intake", "--label", "x"], plain) == "github"
+    assert cli_client.server_kind("unit", ["create", "--unit", "u1"], with_github) == "github"
+    # Either server answers as the console script does.
+    for environment in (plain, with_github):
+        assert warm("unit", "--version", cwd=sandbox.root, env=environment) == fresh(
+            "unit", "--version", cwd=sandbox.root, env=environment
+        )
+    assert {"plain", "github"} <= set(cli_client._servers)
