@@ -12,7 +12,7 @@ from pathlib import Path
 from pair import gitconfig
 from pair.errors import StateError, UsageError
 from pair.paths import state_dir_for
-from registry.environment import child_environment
+from registry.environment import child_environment, program_path
 from registry.light_dataclass import dataclass
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
@@ -38,7 +38,7 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     environment = child_environment()
     environment.update(gitconfig.config_environment(_pins(cwd, args), environment))
     return subprocess.run(
-        ["git", "-C", str(cwd), *gitconfig.neutral_args(list(args))],
+        [program_path("git", environment), "-C", str(cwd), *gitconfig.neutral_args(list(args))],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -57,14 +57,16 @@ def _pins(cwd: Path, args: tuple[str, ...]) -> list[tuple[str, str]]:
 def _list_config(place: str, explicit: bool) -> str:
     """The config listing `pair.gitconfig.ListingCache` asks for, with no pins (`git config`
     runs no program); a failure raises: git never runs without its pins."""
-    argv = ["git", "--git-dir", place] if explicit else ["git", "-C", place]
+    environment = child_environment()
+    git = program_path("git", environment)
+    argv = [git, "--git-dir", place] if explicit else [git, "-C", place]
     completed = subprocess.run(
         [*argv, *gitconfig.LIST_ARGS],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=GIT_TIMEOUT_SECONDS,
-        env=child_environment(),
+        env=environment,
         check=False,
     )
     if completed.returncode != 0:

@@ -37,3 +37,30 @@ def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     if extra:
         environment.update(extra)
     return environment
+
+
+_PROGRAMS: dict[tuple[str, str], str] = {}
+
+
+def program_path(name: str, environment: Mapping[str, str]) -> str:
+    """`name`'s absolute path on `environment`'s PATH, looked up once per PATH in this process,
+    else `name` itself (the child's own PATH search then decides, and fails as it would). The
+    lookup is exec's: the first directory holding an executable file of that name. Starting a
+    child by name walks PATH with one failed `execve` per directory before the one that holds
+    it — ~0.2 ms of the ~1.3 ms a `git` call costs here, and `status --all` starts one per unit.
+    A relative or empty entry (the child's working directory) before the match is left to the
+    child's search: its answer depends on where the child starts."""
+    search = environment.get("PATH", os.defpath)
+    key = (name, search)
+    found = _PROGRAMS.get(key)
+    if found is None:
+        found = name
+        for directory in search.split(os.pathsep):
+            if not os.path.isabs(directory):
+                break
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                found = candidate
+                break
+        _PROGRAMS[key] = found
+    return found
