@@ -780,7 +780,7 @@ def _no_turn(e: Env) -> Result:
 def _cancel_unconfirmed(e: Env) -> Result:
     """A turn on a Ray node whose actor stops answering (its worker stopped): the node cannot
     confirm the cancel, so it is unknown, never `cancelled` (SPEC 4.3). The lead supervisor's poll
-    bound (5 s), then the node's cancel bound (shortened by the test hook)."""
+    bound, then the node's cancel bound (both shortened by the test hooks)."""
     from pair.paths import PairPaths, state_dir_for
     from pair.runners.ray import actor_name
     from pair.state import load_session
@@ -790,8 +790,10 @@ def _cancel_unconfirmed(e: Env) -> Result:
     monkeypatch = e.request.getfixturevalue("monkeypatch")
     for name, value in cluster.environment.items():
         monkeypatch.setenv(name, value)
-    # The node never answers: the supervisor's wait for its confirmation, 25 s, cut to 2.
+    # The node never answers: the supervisor's poll (5 s) cut to 1, its wait for the node's
+    # confirmation (25 s) cut to 2.
     monkeypatch.setenv("UNITMGR_TEST_HOOKS", "1")
+    monkeypatch.setenv("UNITMGR_TEST_RAY_POLL_SECONDS", "1")
     monkeypatch.setenv("UNITMGR_TEST_RAY_CANCEL_SECONDS", "2")
     import ray  # after the cluster: it reads RAY_AUTH_MODE once, when first imported
 
@@ -1075,7 +1077,7 @@ def test_every_documented_code_has_a_case() -> None:
     assert not missing, f"codes in json-output.md with no case in this file: {missing}"
 
 
-SLOW_CODES = {"cancel-unconfirmed"}  # a Ray turn whose node does not answer: ~10 s
+SLOW_CODES = {"cancel-unconfirmed"}  # a Ray turn whose node does not answer: ~5 s
 
 
 @pytest.mark.parametrize(

@@ -348,6 +348,8 @@ def test_a_request_sent_and_not_answered_never_leaves_a_turn_without_its_marker(
     from pair.errors import StateError
 
     monkeypatch.delenv("UNITMGR_RAY_WARM_SERVER")
+    # The wait for the adopted claimant below to end (5 s), which it waits out: it never ends.
+    monkeypatch.setattr(ray_warm, "EXIT_SECONDS", 0.5)
     from pair.state import read_marker
     from registry.processes import identify
 

@@ -77,16 +77,27 @@ HANDSHAKE_SECONDS = 90.0  # connect, place (or create) the actor, fetch the base
 
 
 def cancel_seconds() -> float:
-    """How long the lead's supervisor waits for the node to confirm a cancelled turn dead.
-    `CANCEL_SECONDS`; SPEC 8's test hooks (`UNITMGR_TEST_HOOKS=1`) may shorten it with
-    `UNITMGR_TEST_RAY_CANCEL_SECONDS`, so a test of a node that never answers need not wait it out.
-    The lead's own environment: nothing an executor writes reaches it."""
+    """How long the lead's supervisor waits for the node to confirm a cancelled turn dead:
+    `CANCEL_SECONDS`, or less in a test of a node that never answers (`_hooked`)."""
+    return _hooked("UNITMGR_TEST_RAY_CANCEL_SECONDS", CANCEL_SECONDS)
+
+
+def poll_seconds() -> float:
+    """One poll's bound (`CALL_SECONDS`): a poll of a node that has stopped answering returns
+    after it, and only then is a cancel sent. Shorter in such a test (`_hooked`)."""
+    return _hooked("UNITMGR_TEST_RAY_POLL_SECONDS", CALL_SECONDS)
+
+
+def _hooked(variable: str, seconds: float) -> float:
+    """`seconds`, or the shorter bound `variable` names when SPEC 8's test hooks are on
+    (`UNITMGR_TEST_HOOKS=1`): never longer. The lead's own environment: nothing an executor
+    writes reaches it."""
     if os.environ.get("UNITMGR_TEST_HOOKS") == "1":
         try:
-            return min(CANCEL_SECONDS, float(os.environ.get("UNITMGR_TEST_RAY_CANCEL_SECONDS", "")))
+            return min(seconds, float(os.environ.get(variable, "")))
         except ValueError:
             pass
-    return CANCEL_SECONDS
+    return seconds
 
 
 def require_ray() -> None:
@@ -588,6 +599,7 @@ def _follow(
     last_answer = last_beat = time.monotonic()
     partner_seen = False
     cancel_sent: str | None = None
+    bound = poll_seconds()
     try:
         while True:
             now = time.monotonic()
@@ -607,7 +619,7 @@ def _follow(
             try:
                 answer = ray.get(
                     handle.poll.remote(epoch, offset, POLL_LIMIT, POLL_WAIT_SECONDS),
-                    timeout=CALL_SECONDS,
+                    timeout=bound,
                 )
             except (errors.ActorDiedError, errors.RayActorError) as error:
                 return _lost(facts, f"the unit's actor died: {type(error).__name__}", cancel_sent)

@@ -26,6 +26,7 @@ CONNECT_SECONDS = 0.5  # the CLI's connect: past it (nothing sent), the turn goe
 HELLO_SECONDS = 1.0  # the server's proof (a handler's fork first); past it, cold (~0.6 s more)
 ANSWER_SECONDS = 5.0  # once sent, the server may have forked: the CLI waits for its answer
 REQUEST_SECONDS = 1.0  # a handler's bound on reading one whole request
+EXIT_SECONDS = 5.0  # how long waiting on a served supervisor waits for it to end
 MAX_REQUEST = 1 << 20
 SOCKET_PATH_MAX = 107  # sockaddr_un's sun_path, less its terminating NUL
 SECRET_ID = "ray-forkserver"  # its file among the signing keys (registry.signing.LOCAL_SECRETS)
@@ -246,7 +247,7 @@ class ServedSupervisor:
             import psutil
 
             with contextlib.suppress(psutil.Error):
-                wait_gone([psutil.Process(self.pid)], timeout_seconds=5.0)
+                wait_gone([psutil.Process(self.pid)], timeout_seconds=EXIT_SECONDS)
         return self.poll() or -1
 
 

@@ -184,7 +184,9 @@ def test_a_unit_end_to_end_restaffed_across_the_real_clis(
     assert status.code == 0, status.stdout
     assert status["unit"]["observed"]["latest_receipt"]["status"] == "replied"
 
-    for partner in ("codex", "opencode"):  # restaffed from one real CLI to the next
+    # Restaffed to another real CLI. (Not on to opencode as well: each of its runs costs ~5 CPU-s
+    # before its first request, and its init, resumes and writable turn are its own test's.)
+    for partner in ("codex",):
         (worktree / "GREETING.md").unlink()
         restaffed = sandbox.unit(
             "restaff",
@@ -216,7 +218,6 @@ def test_a_unit_end_to_end_restaffed_across_the_real_clis(
     assert wire == {
         ("anthropic", WIRE_MODEL["claude"], EFFORT),
         ("openai", WIRE_MODEL["codex"], EFFORT),
-        ("anthropic", WIRE_MODEL["opencode"], EFFORT),
     }
 
     gone = sandbox.unit("dismantle", "--unit", "u1", "--force", "u1")
