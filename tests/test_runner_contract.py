@@ -675,7 +675,7 @@ def test_clear_says_unknown_when_the_node_cannot_confirm(on_ray: Harness) -> Non
     assert not on_ray.runner.probe(marker.seq).held
 
 
-NODE_FAKE = """#!{python}
+NODE_FAKE = """#!{python} -S
 import os, sys
 os.environ.update({environment!r})
 sys.path.insert(0, {fakes!r})

@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# Every fake run is a fresh interpreter (`python -S`, tests/conftest.py), started by each turn a
+# test runs: `subprocess`, `pathlib` and `typing` cost each start ~10 ms, so they are imported
+# only where used (subprocess) or not at all (paths are plain strings here).
 
 LEAD_MARKERS = (
     "OPENCODE_CLIENT",
@@ -39,7 +44,21 @@ LEAD_MARKERS = (
     "GROK_AGENT",
 )
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "real"
+FIXTURES = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "fixtures", "real"
+)
+
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
 VERSIONS = {
     "claude": "2.1.197 (Claude Code)",
     "codex": "codex-cli 0.171.0",
@@ -77,7 +96,7 @@ def version_or_help(name: str, argv: list[str]) -> bool:
         return True
     words = (name, *[word for word in argv if word != "--help"])
     if words in HELP_FILES:
-        print((FIXTURES / "help" / HELP_FILES[words]).read_text(), end="")
+        print(read_text(os.path.join(FIXTURES, "help", HELP_FILES[words])), end="")
     else:
         print(SYNTHETIC_HELP.get(name, "-h, --help"))
     return True
@@ -143,6 +162,8 @@ def log(name: str, argv: list[str], prompt: str) -> None:
 def hang_forever(partial: dict[str, Any] | None) -> None:
     if partial is not None:
         emit(partial)
+    import subprocess
+
     child = subprocess.Popen(["sleep", "300"])
     pids = os.environ.get("FAKE_PIDS")
     if pids:
@@ -153,6 +174,8 @@ def hang_forever(partial: dict[str, Any] | None) -> None:
 
 def heavy_job() -> None:
     """Run a job through the machine-wide heavy slot and wait for it."""
+    import subprocess
+
     subprocess.run(["agent-run", "heavy", "--", "sh", "-c", "echo heavy job ran"], check=True)
 
 
@@ -165,6 +188,8 @@ def before_reply(scenario: str) -> None:
     if scenario == "orphan":
         # A double-forked `setsid` grandchild: out of the partner's group and, once the
         # subshell exits, no descendant of the partner either.
+        import subprocess
+
         seconds = os.environ.get("FAKE_ORPHAN_SECONDS", "3371")
         subprocess.run(["sh", "-c", f"(setsid sleep {seconds} >/dev/null 2>&1 &)"], check=True)
 
@@ -222,7 +247,7 @@ def claude(argv: list[str], scenario: str) -> int:
     emit(result)
     exit_gate = os.environ.get("FAKE_EXIT_GATE")  # a test that must see it alive opens it
     deadline = time.monotonic() + 60
-    while exit_gate and not Path(exit_gate).exists() and time.monotonic() < deadline:
+    while exit_gate and not os.path.exists(exit_gate) and time.monotonic() < deadline:
         time.sleep(0.02)
     return 0
 
@@ -292,7 +317,7 @@ def codex(argv: list[str], scenario: str) -> int:
     if scenario == "fail-after-reply-file":
         reply_file = option(argv, "-o")
         if reply_file:
-            Path(reply_file).write_text(reply_text(scenario, "codex") + "\n")
+            write_text(reply_file, reply_text(scenario, "codex") + "\n")
         return 3
     if scenario == "turn-failed":
         emit({"type": "turn.failed", "error": {"message": "model overloaded"}})
@@ -305,7 +330,7 @@ def codex(argv: list[str], scenario: str) -> int:
     emit({"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 2}})
     reply_file = option(argv, "-o")
     if reply_file and text:
-        Path(reply_file).write_text(text + "\n")
+        write_text(reply_file, text + "\n")
     return 0
 
 
@@ -369,7 +394,7 @@ def grok(argv: list[str], scenario: str) -> int:
         print(GROK_MODELS, end="")
         return 0
     prompt_file = option(argv, "--prompt-file")
-    prompt = Path(prompt_file).read_text() if prompt_file else ""
+    prompt = read_text(prompt_file) if prompt_file else ""
     log("grok", argv, prompt)
     sid = option(argv, "--session-id") or option(argv, "--resume")
     emit({"type": "thought", "data": "thinking it over"})
@@ -398,8 +423,10 @@ def agent_run(argv: list[str]) -> int:
     if command[:1] == ["--"]:
         command = command[1:]
     gate = os.environ.get("FAKE_HEAVY_GATE")
-    while gate and not Path(gate).exists():
+    while gate and not os.path.exists(gate):
         time.sleep(0.05)
+    import subprocess
+
     return subprocess.run(command, check=False).returncode
 
 
@@ -407,8 +434,8 @@ def replay(name: str, argv: list[str], fixture: str) -> int:
     """Print a real CLI's recorded stdout and exit as it did."""
     prompt = argv[-1] if name == "opencode" else sys.stdin.read()
     log(name, argv, prompt)
-    index = json.loads((FIXTURES / "index.json").read_text())
-    sys.stdout.write((FIXTURES / fixture).read_text())
+    index = json.loads(read_text(os.path.join(FIXTURES, "index.json")))
+    sys.stdout.write(read_text(os.path.join(FIXTURES, fixture)))
     sys.stdout.flush()
     return int(index[fixture]["exit_code"])
 
