@@ -33,12 +33,15 @@ def become_subreaper() -> bool:
     """Make this process the child subreaper of its descendants (Linux); False elsewhere."""
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
-
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
+        # `_ctypes`, the C half of `ctypes`: `prctl(2)` needs only a symbol and two ints, and
+        # importing `ctypes` itself (its classes, `struct`) costs every turn's start ~2 ms more.
+        import _ctypes
+
+        program = _ctypes.dlopen(None, os.RTLD_NOW)  # type: ignore[arg-type]  # NULL: this program
+        prctl = _ctypes.dlsym(program, "prctl")
+        return bool(_ctypes.call_function(prctl, (PR_SET_CHILD_SUBREAPER, 1)) == 0)
+    except (ImportError, OSError, AttributeError):
         return False
 
 

@@ -322,22 +322,27 @@ def run_and_account(
     if refused := receipts.untrusted(paths, session, marker, supervisor_pid, started_at):
         return refused  # a session rewritten since `send` verified it: no partner starts
     seq, kind = marker.seq, marker.kind
-    request = turn_request(paths, session, marker, partner_bin=session.partner_bin)
-    environment = partner_environment(codex_home=session.identity_home)
-    environment.update(session_variables(session.environment))  # the caller's (SPEC 3.19)
-    # What proves the partner and all it starts this turn's before a cancel signals one (SPEC 8).
-    environment.update(turn_environment(paths.state_dir, token))
-    if session.unit:  # a guard hook (SPEC 4.1) knows whose turn moves refs
-        environment["UNITMGR_UNIT"] = session.unit
-    branch = session.branch or pair_git.current_branch(paths.state_dir.parent)
     audit_since = time.time()  # the window the ledger and the ref log are read for
     audited = (Path(session.worktree), paths.state_dir.parent)  # the config audit (SPEC 8)
-    if marker.write:  # a read-only turn has no ref audit: nothing to run beside the config's
-        refs_before, config_before = side_by_side(
-            lambda: audit_refs(paths, session), lambda: pair_git.config_snapshot_or_none(*audited)
-        )
-    else:
-        refs_before, config_before = None, pair_git.config_snapshot_or_none(*audited)
+    # The snapshots before the turn (a git process each; a read-only turn has no ref audit) run
+    # while the partner's command line and environment are made: the partner starts that much
+    # sooner (SPEC 7), and only once both are in hand and their threads have ended.
+    snapshots = started_side_by_side(
+        (lambda: audit_refs(paths, session)) if marker.write else (lambda: None),
+        lambda: pair_git.config_snapshot_or_none(*audited),
+    )
+    try:
+        request = turn_request(paths, session, marker, partner_bin=session.partner_bin)
+        environment = partner_environment(codex_home=session.identity_home)
+        environment.update(session_variables(session.environment))  # the caller's (SPEC 3.19)
+        # What proves the partner and all it starts this turn's before a cancel signals one
+        # (SPEC 8).
+        environment.update(turn_environment(paths.state_dir, token))
+        if session.unit:  # a guard hook (SPEC 4.1) knows whose turn moves refs
+            environment["UNITMGR_UNIT"] = session.unit
+        branch = session.branch or pair_git.current_branch(paths.state_dir.parent)
+    finally:
+        refs_before, config_before = snapshots()
 
     def record_partner(identity: ProcessIdentity) -> None:
         update_owned_marker(paths, token, partner=identity.to_json())
@@ -425,6 +430,24 @@ def run_and_account(
             "foreign_config_changes": config_changes,
         },
     )
+
+
+def started_side_by_side(
+    first: Callable[[], _A], second: Callable[[], _B]
+) -> Callable[[], tuple[_A, _B]]:
+    """Both started now, each in a thread, while the caller goes on; the returned call waits
+    for both answers, and when it returns both threads have ended (an error in either is
+    raised there, after both have)."""
+    from registry.threads import Pool
+
+    pool = Pool(2)
+    tasks = pool.submit(first), pool.submit(second)
+
+    def answers() -> tuple[_A, _B]:
+        pool.shutdown()  # waits for both
+        return tasks[0].result(), tasks[1].result()
+
+    return answers
 
 
 def side_by_side(first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:

@@ -27,6 +27,7 @@ from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, Tu
 from registry import bounded
 from registry import light_dataclass as dataclasses
 from registry.atomic import FILE_MODE
+from registry.environment import program_path
 from registry.lazy_re import lazy
 from registry.light_dataclass import dataclass, field
 from registry.processes import (
@@ -342,9 +343,13 @@ def _described_tree(partner: ProcessIdentity) -> dict[int, dict[str, Any]]:
 def _spawn(
     command: TurnCommand, worktree: Path, environment: dict[str, str]
 ) -> subprocess.Popen[bytes]:
+    # Found once on the partner's PATH, not by an `execve` per directory; its argv is unchanged.
+    program = command.argv[0]
+    executable = program_path(program, environment) if os.sep not in program else program
     if command.stdin_file is None:
         return subprocess.Popen(
             command.argv,
+            executable=executable,
             cwd=worktree,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -355,6 +360,7 @@ def _spawn(
     with open(command.stdin_file, "rb") as prompt:
         return subprocess.Popen(
             command.argv,
+            executable=executable,
             cwd=worktree,
             stdin=prompt,
             stdout=subprocess.PIPE,

@@ -24,9 +24,11 @@ def utc_now() -> _dt.datetime:
 
 def iso_z(moment: _dt.datetime | None = None, *, milliseconds: bool = False) -> str:
     """`2026-11-29T08:52:35Z`, or with `.123` milliseconds when `milliseconds` is set."""
+    if moment is None:  # now: the clock's reading, with no `datetime` to import
+        return iso_from_epoch(time.time(), milliseconds=milliseconds)
     import datetime as _dt
 
-    moment = (moment or utc_now()).astimezone(_dt.UTC)
+    moment = moment.astimezone(_dt.UTC)
     text = moment.isoformat(timespec="milliseconds" if milliseconds else "seconds")
     return text.replace("+00:00", "Z")
 

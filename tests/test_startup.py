@@ -389,3 +389,76 @@ def test_a_turns_two_audits_run_at_once_and_leave_no_thread() -> None:
     with pytest.raises(ValueError, match="the ref audit failed"):
         side_by_side(failing, lambda: None)
     assert threading.active_count() == threads
+
+
+def test_the_snapshots_before_a_turn_run_while_its_partner_is_set_up() -> None:
+    """`started_side_by_side`: both snapshots start at once and run while the caller goes on
+    (here it releases them, so they cannot have finished before it ran); the answers come with
+    both threads ended, and an error in either is raised only after both have."""
+    import threading
+
+    from pair.supervisor import started_side_by_side
+
+    both_running = threading.Barrier(2, timeout=10)
+    caller_went_on = threading.Event()
+    finished: list[str] = []
+
+    def snapshot(name: str) -> str:
+        both_running.wait()
+        assert caller_went_on.wait(10), "the caller waited for the snapshots before going on"
+        finished.append(name)
+        return name
+
+    threads = threading.active_count()
+    answers = started_side_by_side(lambda: snapshot("refs"), lambda: snapshot("config"))
+    caller_went_on.set()  # the caller's own work, while both snapshots wait for it
+    assert answers() == ("refs", "config")
+    assert threading.active_count() == threads
+
+    failed, slow_done = threading.Event(), threading.Event()
+
+    def failing() -> None:
+        failed.set()
+        raise ValueError("the ref audit failed")
+
+    def slow() -> None:  # ends only after the other has failed
+        assert failed.wait(10)
+        slow_done.set()
+
+    answers = started_side_by_side(failing, slow)
+    with pytest.raises(ValueError, match="the ref audit failed"):
+        answers()
+    assert slow_done.is_set() and threading.active_count() == threads
+
+
+SUBREAPER_PROBE = """
+import os, sys, time
+from pair.reaper import become_subreaper
+assert become_subreaper()
+loaded = "ctypes" in sys.modules
+read_end, write_end = os.pipe()
+child = os.fork()
+if child == 0:
+    middle = os.getpid()
+    if os.fork() == 0:  # the grandchild, orphaned when `middle` exits at once
+        deadline = time.monotonic() + 10
+        while os.getppid() == middle and time.monotonic() < deadline:
+            time.sleep(0.01)  # a bounded wait for the kernel to reparent it
+        os.write(write_end, str(os.getppid()).encode())
+        os._exit(0)
+    os._exit(0)
+os.close(write_end)
+os.waitpid(child, 0)
+adopted_by = int(os.read(read_end, 32) or b"0")
+print(loaded, adopted_by == os.getpid())
+"""
+
+
+def test_the_supervisor_adopts_its_orphans_without_importing_ctypes() -> None:
+    """`become_subreaper` (every turn's supervisor, before its partner starts): a grandchild
+    whose parent exits is adopted by this process, not by init — through `_ctypes`, so `ctypes`
+    itself (~2 ms of each turn's start) is never imported."""
+    completed = subprocess.run(
+        [sys.executable, "-c", SUBREAPER_PROBE], capture_output=True, text=True, cwd=ROOT
+    )
+    assert completed.stdout.split() == ["False", "True"], completed.stdout + completed.stderr

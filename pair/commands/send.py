@@ -150,6 +150,9 @@ def grant_turn(
             idle_seconds=idle * 60,
             total_seconds=total * 60,
             launcher=launcher.to_json(),
+            # In the marker from its first write: the receipt names it, and no runner need
+            # rewrite the marker to add it before its supervisor reads it.
+            base_commit=base_commit,
         )
 
     seq = acquire_marker(paths, build, root).seq

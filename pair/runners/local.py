@@ -90,8 +90,7 @@ class LocalRunner:
         self.paths = PairPaths(state_dir)
 
     def start(self, turn: TurnStart) -> dict[str, Any]:
-        # With the turn, before its supervisor can read it: the receipt names the base commit.
-        update_owned_marker(self.paths, turn.lease.token, base_commit=turn.base_commit)
+        # The marker holds the turn's base commit from its grant (`grant_turn`).
         return start_supervisor(self.paths, turn.worktree, turn.seq, turn.kind, turn.lease.token)
 
     def bootstrap(
