@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from registry import environment as child
 from tests.conftest import Sandbox, git_verbs, logging_git
 
@@ -65,3 +67,29 @@ def test_the_git_first_on_the_callers_path_is_the_one_the_cli_runs(sandbox: Sand
     listed = sandbox.unit("list", env=environment)
     assert listed.code == 0, listed.stdout
     assert "rev-parse" in git_verbs(log)
+
+
+def test_the_script_partner_asks_a_shell_only_for_what_path_does_not_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The script partner's preflight: a first word that is an executable on PATH needs no
+    shell; a builtin (`:`) still goes to `sh -c 'command -v'`, and a word neither resolves is
+    refused as before."""
+    from pair.errors import UsageError
+    from pair.partners import adapter_for
+
+    log = tmp_path / "sh.log"
+    _executable(tmp_path / "tools" / "mytool")
+    shim = tmp_path / "shim" / "sh"  # the shell the preflight starts, logging each start
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec /bin/sh "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}:{tmp_path / 'tools'}:{os.environ['PATH']}")
+    script = adapter_for("script")
+    script.preflight(model="mytool --flag", worktree=tmp_path)
+    assert not log.exists(), "a shell was started for an executable on PATH"
+    script.preflight(model=": nothing", worktree=tmp_path)
+    assert "command -v" in log.read_text()
+    with pytest.raises(UsageError) as refused:
+        script.preflight(model="no-such-tool-anywhere x", worktree=tmp_path)
+    assert refused.value.code == "script-command-not-found"

@@ -6,6 +6,7 @@ It never looks up a binary named `script` (util-linux script(1) would execute th
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -19,7 +20,7 @@ from pair.partners.base import (
     TurnOutput,
     TurnRequest,
 )
-from registry.environment import child_environment
+from registry.environment import child_environment, program_path
 from registry.lazy_re import lazy
 
 NEEDS_MODEL = "the script partner needs --model '<command line>'"
@@ -76,6 +77,9 @@ class ScriptPartner(Partner):
         if not model or not model.strip():
             raise UsageError("script-needs-model", NEEDS_MODEL, next_step=MODEL_FIX)
         first_word = first_command_word(model)
+        environment = child_environment()
+        if os.sep not in first_word and os.path.isabs(program_path(first_word, environment)):
+            return  # an executable on PATH, as `command -v` would find it: no shell to start
         # `command -v` in the same shell that runs the turn resolves builtins, keywords and PATH.
         try:
             completed = subprocess.run(
@@ -84,7 +88,7 @@ class ScriptPartner(Partner):
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=30,
-                env=child_environment(),
+                env=environment,
                 check=False,
             )
             found = completed.returncode == 0
