@@ -134,18 +134,18 @@ def long_first(items: list[Any]) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Every xdist worker sorts the same way, and `-n 2` (`--dist loadgroup`) hands tests out in this
+    # Every xdist worker sorts the same way, and `-n 3` (`--dist loadgroup`) hands tests out in this
     # order: the long ones (a real-CLI turn takes 10-35 s) start at once, one worker each, and
-    # the end of the run is many short tests that the two workers share evenly. Long tests
-    # last made the run's tail one 15-35 s test on one worker while the other sat idle.
-    # (`-n 3` fills the ~20% of idle cores, but on a contended host costs a third more CPU and
-    # ran slower: measured both ways, decisions.md.)
+    # the end of the run is many short tests that the workers share evenly. Long tests last made
+    # the run's tail one 15-35 s test on one worker while the others sat idle. (Three workers on
+    # two cores: the two long queues wait on CLIs and nodes, and the third fills those waits —
+    # measured against `-n 2` on a quiet and a contended host, decisions.md.)
     long_first(items)
     # Two long queues, each on one worker (`--dist loadgroup`, pyproject; xdist hands the
     # biggest group out first): every test on the two-node Ray cluster — one cluster (8 s and
     # 0.9 GB to start) for the run, not one per worker — and the real-CLI tier, so the two
     # latency-bound queues (a real CLI's start-up and hang budgets, a Ray turn's imports) run
-    # beside each other and beside short tests, not both workers' real turns at once.
+    # beside each other and beside short tests, not one worker's real turns beside the other's.
     # xdist 3.8 groups by an `@group` suffix on the test's id, which it writes to `_nodeid` —
     # an attribute pytest 9 no longer reads (its id is `_id`) — so the suffix goes where
     # pytest reads it.
