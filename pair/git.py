@@ -12,7 +12,7 @@ from pathlib import Path
 from pair import gitconfig
 from pair.errors import StateError, UsageError
 from pair.paths import state_dir_for
-from registry.environment import child_environment, program_path
+from registry.environment import child_environment, start_found
 from registry.light_dataclass import dataclass
 
 TYPE_CHECKING = False  # typing's own flag would import typing (SPEC 7)
@@ -37,8 +37,9 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     `pair.gitconfig.neutral_pins`): nothing a repository file names runs in pair's process."""
     environment = child_environment()
     environment.update(gitconfig.config_environment(_pins(cwd, args), environment))
-    return subprocess.run(
-        [program_path("git", environment), "-C", str(cwd), *gitconfig.neutral_args(list(args))],
+    return start_found(  # git found once on PATH, not by every start's PATH walk
+        subprocess.run,
+        ["git", "-C", str(cwd), *gitconfig.neutral_args(list(args))],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -58,9 +59,9 @@ def _list_config(place: str, explicit: bool) -> str:
     """The config listing `pair.gitconfig.ListingCache` asks for, with no pins (`git config`
     runs no program); a failure raises: git never runs without its pins."""
     environment = child_environment()
-    git = program_path("git", environment)
-    argv = [git, "--git-dir", place] if explicit else [git, "-C", place]
-    completed = subprocess.run(
+    argv = ["git", "--git-dir", place] if explicit else ["git", "-C", place]
+    completed = start_found(
+        subprocess.run,
         [*argv, *gitconfig.LIST_ARGS],
         stdin=subprocess.DEVNULL,
         capture_output=True,

@@ -441,7 +441,11 @@ def started_side_by_side(
     from registry.threads import Pool
 
     pool = Pool(2)
-    tasks = pool.submit(first), pool.submit(second)
+    try:
+        tasks = pool.submit(first), pool.submit(second)
+    except BaseException:  # no second thread to be had: the first is not left running
+        pool.shutdown()
+        raise
 
     def answers() -> tuple[_A, _B]:
         pool.shutdown()  # waits for both

@@ -27,7 +27,7 @@ from pair.partners.base import Partner, TurnCommand, TurnOutcome, TurnOutput, Tu
 from registry import bounded
 from registry import light_dataclass as dataclasses
 from registry.atomic import FILE_MODE
-from registry.environment import program_path
+from registry.environment import start_found
 from registry.lazy_re import lazy
 from registry.light_dataclass import dataclass, field
 from registry.processes import (
@@ -344,12 +344,10 @@ def _spawn(
     command: TurnCommand, worktree: Path, environment: dict[str, str]
 ) -> subprocess.Popen[bytes]:
     # Found once on the partner's PATH, not by an `execve` per directory; its argv is unchanged.
-    program = command.argv[0]
-    executable = program_path(program, environment) if os.sep not in program else program
     if command.stdin_file is None:
-        return subprocess.Popen(
+        return start_found(
+            subprocess.Popen,
             command.argv,
-            executable=executable,
             cwd=worktree,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -358,9 +356,9 @@ def _spawn(
             env=environment,
         )
     with open(command.stdin_file, "rb") as prompt:
-        return subprocess.Popen(
+        return start_found(
+            subprocess.Popen,
             command.argv,
-            executable=executable,
             cwd=worktree,
             stdin=prompt,
             stdout=subprocess.PIPE,

@@ -8,10 +8,14 @@ this and nothing else from there (SPEC 7 start-up). It must stay free of heavy i
 from __future__ import annotations
 
 import os
+import time
 
 TYPE_CHECKING = False  # typing's own flag costs the fast reads an import (SPEC 7)
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
 
 
 # The last environment `child_environment` built, with the raw table (`os.environ._data`) it
@@ -39,28 +43,66 @@ def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return environment
 
 
-_PROGRAMS: dict[tuple[str, str], str] = {}
+# (name, PATH) -> (the path found, or the name; each directory searched up to it, with its mtime)
+_PROGRAMS: dict[tuple[str, str], tuple[str, tuple[tuple[str, int], ...]]] = {}
+
+
+RECENT_NS = 2_000_000_000
+
+
+def _mtime(directory: str) -> int:
+    try:
+        return os.stat(directory).st_mtime_ns
+    except OSError:
+        return -1
 
 
 def program_path(name: str, environment: Mapping[str, str]) -> str:
-    """`name`'s absolute path on `environment`'s PATH, looked up once per PATH in this process,
-    else `name` itself (the child's own PATH search then decides, and fails as it would). The
-    lookup is exec's: the first directory holding an executable file of that name. Starting a
-    child by name walks PATH with one failed `execve` per directory before the one that holds
-    it — ~0.2 ms of the ~1.3 ms a `git` call costs here, and `status --all` starts one per unit.
-    A relative or empty entry (the child's working directory) before the match is left to the
-    child's search: its answer depends on where the child starts."""
+    """`name`'s absolute path on `environment`'s PATH — the first directory holding an
+    executable regular file of that name — else `name` itself (the child's own PATH search then
+    decides, and fails as it would). Starting a child by name walks PATH with one failed
+    `execve` per directory before the one that holds it: ~0.2 ms of the ~1.3 ms a `git` call
+    costs here, and `status --all` starts one per unit. The answer is kept per PATH value and
+    checked before each use against the modification time of every directory searched (a
+    program added, replaced or removed in one of them changes it), a `stat` each; not kept
+    while one of them changed in the last two seconds. A relative or
+    empty entry (the child's working directory) before the match is left to the child's search:
+    its answer depends on where the child starts. `start_found` falls back to that search when
+    the file found cannot be started (a stale shim)."""
     search = environment.get("PATH", os.defpath)
     key = (name, search)
-    found = _PROGRAMS.get(key)
-    if found is None:
-        found = name
-        for directory in search.split(os.pathsep):
-            if not os.path.isabs(directory):
-                break
-            candidate = os.path.join(directory, name)
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                found = candidate
-                break
-        _PROGRAMS[key] = found
+    cached = _PROGRAMS.get(key)
+    if cached is not None and all(_mtime(folder) == seen for folder, seen in cached[1]):
+        return cached[0]
+    found, searched = name, []
+    for directory in search.split(os.pathsep):
+        if not os.path.isabs(directory):
+            break
+        searched.append((directory, _mtime(directory)))
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            found = candidate
+            break
+    # A directory changed within the last seconds may change again within the same tick of
+    # the file system's clock, unseen by its mtime: such an answer is not kept.
+    if all(0 <= seen < time.time_ns() - RECENT_NS for _, seen in searched):
+        _PROGRAMS[key] = (found, tuple(searched))
     return found
+
+
+def start_found(
+    start: Callable[..., _T], argv: list[str], *, env: dict[str, str], **options: object
+) -> _T:
+    """`start(argv, env=env, **options)` (`subprocess.run` or `Popen`) with argv[0] found by
+    `program_path` as its executable (argv unchanged); when that file cannot be started — a
+    shim with a missing interpreter, a file gone since — once more by name, as exec's own PATH
+    search would go on to the next directory."""
+    name = argv[0]
+    found = program_path(name, env) if os.sep not in name else name
+    if found == name:
+        return start(argv, env=env, **options)
+    try:
+        return start(argv, executable=found, env=env, **options)
+    except OSError:
+        _PROGRAMS.pop((name, env.get("PATH", os.defpath)), None)
+        return start(argv, env=env, **options)

@@ -1,6 +1,8 @@
-"""The lead starts git by its absolute path, found once per PATH (`registry.environment.
-program_path`): the answer is exec's own, so which git runs never changes — only the PATH walk
-(one failed `execve` per directory before git's) is skipped."""
+"""The lead starts git (and a partner) by the path `registry.environment.program_path` found on
+PATH — the first executable file of that name, kept per PATH value while the directories it
+searched are unchanged — so the PATH walk (one failed `execve` per directory before git's) is
+skipped; a file found that cannot be started is passed over as exec's own search would
+(`start_found`)."""
 
 from __future__ import annotations
 
@@ -50,15 +52,57 @@ def test_a_relative_entry_before_the_program_leaves_the_search_to_the_child(
     )
 
 
-def test_each_path_is_looked_up_once_and_a_new_path_again(tmp_path: Path) -> None:
-    first = _executable(tmp_path / "a" / "tool")
+def test_an_answer_is_kept_only_while_the_directories_it_searched_are_unchanged(
+    tmp_path: Path,
+) -> None:
+    second = _executable(tmp_path / "b" / "tool")
     search = _path(tmp_path / "a", tmp_path / "b")
+    (tmp_path / "a").mkdir()
+    assert child.program_path("tool", search) == str(second)
+    # A program added earlier on PATH (a reinstall, a user's shim) is found from then on...
+    first = _executable(tmp_path / "a" / "tool")
     assert child.program_path("tool", search) == str(first)
-    first.unlink()  # the same PATH keeps its answer within the process...
-    assert child.program_path("tool", search) == str(first)
-    later = _executable(tmp_path / "b" / "tool")
-    # ...and another PATH is looked up afresh.
-    assert child.program_path("tool", _path(tmp_path / "b")) == str(later)
+    # ...and one removed is not answered any more.
+    first.unlink()
+    assert child.program_path("tool", search) == str(second)
+    second.unlink()
+    assert child.program_path("tool", search) == "tool"
+
+
+def test_an_answer_over_unchanged_directories_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = _executable(tmp_path / "old" / "tool")
+    hour_ago = os.stat(found.parent).st_mtime - 3600
+    os.utime(found.parent, (hour_ago, hour_ago))  # a PATH directory nobody touched lately
+    search = _path(found.parent)
+    looked: list[str] = []
+    isfile = os.path.isfile
+    monkeypatch.setattr(os.path, "isfile", lambda path: looked.append(path) or isfile(path))
+    assert child.program_path("tool", search) == str(found)
+    assert child.program_path("tool", search) == str(found)
+    assert looked == [str(found)], "the second lookup searched PATH again"
+
+
+def test_a_program_found_that_cannot_start_is_passed_over_as_exec_would(tmp_path: Path) -> None:
+    """A stale shim first on PATH (executable, but its interpreter is gone): starting by name
+    went on to the next directory, and so does `start_found`; argv[0] stays the name."""
+    import subprocess
+
+    shim = tmp_path / "shims" / "tool"
+    shim.parent.mkdir()
+    shim.write_text("#!/nonexistent/interpreter\n")
+    shim.chmod(0o755)
+    real = tmp_path / "bin" / "tool"
+    real.parent.mkdir()
+    real.write_text('#!/bin/sh\necho "ran $0"\n')
+    real.chmod(0o755)
+    environment = {**os.environ, **_path(shim.parent, real.parent, "/usr/bin", "/bin")}
+    assert child.program_path("tool", environment) == str(shim)
+    done = child.start_found(
+        subprocess.run, ["tool"], env=environment, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout == f"ran {real}\n"
 
 
 def test_the_git_first_on_the_callers_path_is_the_one_the_cli_runs(sandbox: Sandbox) -> None:

@@ -19,7 +19,7 @@ import shlex
 import subprocess
 
 from registry import pathtext
-from registry.environment import child_environment, program_path
+from registry.environment import child_environment, start_found
 from registry.errors import Rewrite, StateError, hold_interrupts, release_interrupts
 from registry.redact import redact
 from registry.timeutil import seconds_from_env
@@ -187,11 +187,11 @@ def _execute(
 ) -> GitResult:
     """Start `argv` in its own process group, stdin `stdin_text` (else /dev/null); kill it on
     timeout."""
-    program = program_path(argv[0], environment)  # found once, not by every start's PATH walk
     hold_interrupts()  # SPEC 3.0: no signal between the start and the `try` that stops git
     try:
-        process = subprocess.Popen(
-            [program, *argv[1:]],
+        process: subprocess.Popen[bytes] = start_found(  # git found once, not by a PATH walk
+            subprocess.Popen,
+            argv,
             cwd=cwd,
             stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
