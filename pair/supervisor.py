@@ -455,16 +455,10 @@ def started_side_by_side(
 
 
 def side_by_side(first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
-    """Both answers, `first` in a thread while `second` runs here: the ref and config audits
-    are a git process each, and a turn's partner starts (and its receipt is written) one
-    process sooner when they run at once (SPEC 7). The thread has ended when this returns —
-    no thread is left when the partner is started — and an error in either is raised here."""
-    from registry.threads import Pool
-
-    with Pool(1) as pool:
-        task = pool.submit(first)
-        second_answer = second()
-        return task.result(), second_answer
+    """Both answers, run at once: the ref and config audits are a git process each, and a
+    turn's receipt is written one process sooner when they run side by side (SPEC 7). No thread
+    is left when this returns; an error in either is raised here."""
+    return started_side_by_side(first, second)()
 
 
 def _remote() -> Any:

@@ -43,11 +43,19 @@ def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return environment
 
 
-# (name, PATH) -> (the path found, or the name; each directory searched up to it, with its mtime)
-_PROGRAMS: dict[tuple[str, str], tuple[str, tuple[tuple[str, int], ...]]] = {}
+class _Found:
+    """One lookup's answer: the path found (or the name), each directory searched up to it with
+    its mtime, and when those were last looked at (monotonic)."""
+
+    __slots__ = ("checked", "path", "searched")
+
+    def __init__(self, path: str, searched: tuple[tuple[str, int], ...], checked: float) -> None:
+        self.path, self.searched, self.checked = path, searched, checked
 
 
-RECENT_NS = 2_000_000_000
+_PROGRAMS: dict[tuple[str, str], _Found] = {}  # by (name, PATH)
+RECENT_NS = 2_000_000_000  # a directory changed this recently: its answer is not kept
+RECHECK_SECONDS = 1.0  # an answer's directories are looked at again at most this often
 
 
 def _mtime(directory: str) -> int:
@@ -61,19 +69,24 @@ def program_path(name: str, environment: Mapping[str, str]) -> str:
     """`name`'s absolute path on `environment`'s PATH — the first directory holding an
     executable regular file of that name — else `name` itself (the child's own PATH search then
     decides, and fails as it would). Starting a child by name walks PATH with one failed
-    `execve` per directory before the one that holds it: ~0.2 ms of the ~1.3 ms a `git` call
-    costs here, and `status --all` starts one per unit. The answer is kept per PATH value and
-    checked before each use against the modification time of every directory searched (a
-    program added, replaced or removed in one of them changes it), a `stat` each; not kept
-    while one of them changed in the last two seconds. A relative or
+    `execve` per directory before the one that holds it, on every start (`status --all` starts
+    a git per unit). The answer is kept per PATH value; at most once a second, before it is
+    used, every directory it searched is checked for a changed mtime (a program added, replaced
+    or removed in one changes it), and while one changed in the last two seconds it is not kept
+    at all (a change in the same tick of the file system's clock would not show). A relative or
     empty entry (the child's working directory) before the match is left to the child's search:
     its answer depends on where the child starts. `start_found` falls back to that search when
     the file found cannot be started (a stale shim)."""
     search = environment.get("PATH", os.defpath)
     key = (name, search)
     cached = _PROGRAMS.get(key)
-    if cached is not None and all(_mtime(folder) == seen for folder, seen in cached[1]):
-        return cached[0]
+    if cached is not None:
+        now = time.monotonic()
+        if now - cached.checked < RECHECK_SECONDS:
+            return cached.path
+        if all(_mtime(folder) == seen for folder, seen in cached.searched):
+            cached.checked = now
+            return cached.path
     found, searched = name, []
     for directory in search.split(os.pathsep):
         if not os.path.isabs(directory):
@@ -83,10 +96,9 @@ def program_path(name: str, environment: Mapping[str, str]) -> str:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             found = candidate
             break
-    # A directory changed within the last seconds may change again within the same tick of
-    # the file system's clock, unseen by its mtime: such an answer is not kept.
-    if all(0 <= seen < time.time_ns() - RECENT_NS for _, seen in searched):
-        _PROGRAMS[key] = (found, tuple(searched))
+    settled = time.time_ns() - RECENT_NS
+    if all(0 <= seen < settled for _, seen in searched):
+        _PROGRAMS[key] = _Found(found, tuple(searched), time.monotonic())
     return found
 
 

@@ -137,3 +137,21 @@ def test_the_script_partner_asks_a_shell_only_for_what_path_does_not_hold(
     with pytest.raises(UsageError) as refused:
         script.preflight(model="no-such-tool-anywhere x", worktree=tmp_path)
     assert refused.value.code == "script-command-not-found"
+
+
+def test_a_kept_answer_is_looked_at_again_once_its_recheck_is_due(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over directories nobody touched lately the answer is kept; a program then added earlier
+    on PATH changes that directory's mtime, which the next due check sees."""
+    (tmp_path / "a").mkdir()
+    second = _executable(tmp_path / "b" / "tool")
+    for folder in (tmp_path / "a", tmp_path / "b"):
+        hour_ago = os.stat(folder).st_mtime - 3600
+        os.utime(folder, (hour_ago, hour_ago))
+    search = _path(tmp_path / "a", tmp_path / "b")
+    assert child.program_path("tool", search) == str(second)
+    first = _executable(tmp_path / "a" / "tool")
+    assert child.program_path("tool", search) == str(second)  # within the second: kept
+    monkeypatch.setattr(child, "RECHECK_SECONDS", 0.0)  # the check is due
+    assert child.program_path("tool", search) == str(first)

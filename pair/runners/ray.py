@@ -147,11 +147,9 @@ class RayRunner(LocalRunner):
         from pair.runners.choice import refuse_unauthenticated
 
         refuse_unauthenticated(self.choice)
+        # (The base commit is in the marker from its grant: `grant_turn`.)
         update_owned_marker(
-            self.paths,
-            turn.lease.token,
-            base_commit=turn.base_commit,
-            runner={"kind": "ray", "node": self.choice.node},
+            self.paths, turn.lease.token, runner={"kind": "ray", "node": self.choice.node}
         )
         return start_supervisor(
             self.paths,
