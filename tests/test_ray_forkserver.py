@@ -55,6 +55,17 @@ def _server_pid() -> int | None:
         return None
 
 
+def _server_traces() -> dict[str, str]:
+    """What the run directory holds, and the servers' own logs (their errors, if they died)."""
+    directory = Path(os.environ["XDG_RUNTIME_DIR"]) / "unitmgr"
+    if not directory.is_dir():
+        return {}
+    return {
+        entry.name: entry.read_text(errors="replace")[-4000:] if entry.suffix == ".log" else ""
+        for entry in sorted(directory.iterdir())
+    }
+
+
 def _key() -> str:
     """This environment's key as a `-P` interpreter (the server's kind) computes it."""
     code = "from pair.runners import ray_warm as w; print(w.key())"
@@ -99,7 +110,10 @@ def test_the_second_ray_turn_is_forked_by_the_warm_server(
     cold = _send(on_ray, "echo cold")
     assert cold["status"] == "replied", cold
     # The cold turn started a server for the next one; it answers once `ray` is imported.
-    server = wait_until(_server_pid, timeout=60)
+    try:
+        server = wait_until(_server_pid, timeout=60)
+    except AssertionError:
+        raise AssertionError(f"no warm server answered: {_server_traces()}") from None
     path = _socket()
     assert path is not None
     assert psutil.Process(server).cmdline()[-2:] == ["pair.runners.ray_forkserver", path.stem[4:]]

@@ -139,7 +139,12 @@ def serve(expected_key: str, idle: float = IDLE_SECONDS) -> int:
     secret = _secret()
     path = socket_path(secret=secret) if secret else None
     if secret is None or path is None or path.name != f"ray-{expected_key}.sock":
-        return 2  # the caller's environment is not this interpreter's: serve nobody
+        # The caller's environment is not this interpreter's: serve nobody (said in its log).
+        print(
+            f"ray-forkserver: not serving {expected_key!r}: this process's key differs",
+            file=sys.stderr,
+        )
+        return 2
     lock = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -152,6 +157,10 @@ def serve(expected_key: str, idle: float = IDLE_SECONDS) -> int:
 
     ray_driver._import_ray()  # `defer()` and `import ray`, on this thread: no `ray.init`
     if "error" in ray_driver._import:
+        print(
+            f"ray-forkserver: importing ray failed: {ray_driver._import['error']!r}",
+            file=sys.stderr,
+        )
         return 1
     added = {k: v for k, v in os.environ.items() if before.get(k) != v}
     with contextlib.suppress(FileNotFoundError):
