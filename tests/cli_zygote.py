@@ -108,6 +108,13 @@ def exit_code(error: SystemExit) -> int:
     return 1
 
 
+def console_script_path(program: str, warm_path: list[str]) -> list[str]:
+    """The `sys.path` a fresh `program` starts with: its own directory, then what this `-P`
+    server has — PYTHONPATH's entries too (the server starts with the callers' settings), which
+    replacing the first entry would drop (a warm Ray server's key covers `sys.path`)."""
+    return [str(Path(program).parent), *warm_path]
+
+
 def run_command(request: dict[str, object], fds: list[int]) -> None:
     """In the forked child: become the console script, run it, exit as the interpreter would."""
     for target, fd in enumerate(fds):
@@ -122,7 +129,7 @@ def run_command(request: dict[str, object], fds: list[int]) -> None:
     argv = request["argv"]
     assert isinstance(argv, list)
     sys.argv = [program, *(str(arg) for arg in argv)]
-    sys.path[0] = str(Path(program).parent)  # a console script's own directory
+    sys.path[:] = console_script_path(program, sys.path)
     # The standard streams a fresh interpreter opens (PYTHONUNBUFFERED: written through).
     unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
     sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), "utf-8")

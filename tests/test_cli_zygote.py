@@ -4,8 +4,10 @@ the environment and directory are the caller's, and a timeout kills the command.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -113,3 +115,17 @@ def test_a_command_that_may_talk_to_github_runs_in_the_server_with_pygithub_warm
             "unit", "--version", cwd=sandbox.root, env=environment
         )
     assert {"plain", "github"} <= set(cli_client._servers)
+
+
+def test_a_warm_command_has_the_search_path_of_a_fresh_one(tmp_path: Path) -> None:
+    from tests.cli_zygote import console_script_path
+
+    script = tmp_path / "bin" / "tool"
+    script.parent.mkdir()
+    script.write_text("import json, sys\nprint(json.dumps(sys.path))\n")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+    show = "import json, sys; print(json.dumps(sys.path))"
+    warm_path = json.loads(subprocess.check_output([sys.executable, "-P", "-c", show], env=env))
+    fresh_path = json.loads(subprocess.check_output([sys.executable, str(script)], env=env))
+    assert console_script_path(str(script), warm_path) == fresh_path
+    assert str(tmp_path / "a") in fresh_path

@@ -81,8 +81,11 @@ def test_each_exit_step_stands_alone(tmp_path: Path) -> None:
 
     joining, hook, gate = tmp_path / "joining", tmp_path / "atexit-ran", tmp_path / "gate"
     body = f"""
-import os
+import os, signal
 def work():
+    # The kernel may hand a process's SIGINT to any thread not blocking it; one taken by this
+    # thread would never interrupt the main thread's join (CPython's own exit alike).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGINT}})
     # The main thread reads as stopped once `leave` is joining this one (threading._shutdown).
     while threading.main_thread().is_alive():
         threading.Event().wait(0.01)
