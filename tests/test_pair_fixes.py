@@ -402,3 +402,37 @@ def test_cursor_family_with_effort_is_still_accepted(
     )
     assert created.code == 0, created.stdout
     assert created["model_resolved"] == "kimi-k3-high"
+
+
+def test_a_turn_that_ends_between_waits_two_reads_is_never_called_lost(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervisor writes the receipt, then releases the marker. A `wait` that read "no
+    receipt" just before and finds no marker just after — past the no-marker grace, as in a
+    long turn on a loaded machine — answers with the receipt, not `worker-lost`."""
+    from pair import api
+    from pair.commands import wait as wait_module
+    from pair.runners import runner_for
+
+    init_script(sandbox, "cat >/dev/null; echo done")
+    replied = api.send(sandbox.repo, kind="task", body="first")
+    assert replied["status"] == "replied", replied
+
+    class ReceiptSeenLate:
+        """The real runner, whose first receipt read comes just before the receipt's write."""
+
+        def __init__(self, state_dir: Any) -> None:
+            self.runner = runner_for(state_dir)
+            self.reads = 0
+
+        def receipt(self, seq: int) -> Any:
+            self.reads += 1
+            return None if self.reads == 1 else self.runner.receipt(seq)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.runner, name)
+
+    monkeypatch.setattr(wait_module, "runner_for", ReceiptSeenLate)
+    monkeypatch.setattr(wait_module, "NO_MARKER_GRACE_SECONDS", -1.0)  # the grace is over
+    waited = api.wait(sandbox.repo, timeout_min=1)
+    assert waited["status"] == "replied" and waited["seq"] == 1, waited

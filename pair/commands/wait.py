@@ -69,6 +69,11 @@ def wait(
                 "partner_pid": turn.partner_pid,
             }
         if not turn.held and now - started > NO_MARKER_GRACE_SECONDS:
+            # As above: the receipt may have been written, and the marker released, between the
+            # receipt read and the probe — a turn that ended is never called lost.
+            receipt = runner.receipt(target)
+            if receipt is not None:
+                return receipt
             return _unfinished(
                 "worker-lost",
                 root,
