@@ -54,13 +54,15 @@ def wait(
         now = time.monotonic()
         if turn.lost is not None and runner.reattach(target):
             continue  # a turn on another machine outlived its lead supervisor: a new one follows
-        if turn.lost is not None:
+        no_marker = not turn.held and now - started > NO_MARKER_GRACE_SECONDS
+        if turn.lost is not None or no_marker:
             # The supervisor writes its receipt, releases the marker and exits: it may have done
-            # all three between the receipt read above and the probe. Only a dead supervisor
-            # with no receipt after its death is lost.
+            # all three between the receipt read above and the probe. Only a turn whose receipt
+            # is still missing after the probe found it gone is lost.
             receipt = runner.receipt(target)
             if receipt is not None:
                 return receipt
+        if turn.lost is not None:
             lost = _record_lost(paths, target)
             if lost is not None:
                 return lost
@@ -68,12 +70,7 @@ def wait(
                 **_unfinished("worker-lost", root, target, turn.kind, turn.lost),
                 "partner_pid": turn.partner_pid,
             }
-        if not turn.held and now - started > NO_MARKER_GRACE_SECONDS:
-            # As above: the receipt may have been written, and the marker released, between the
-            # receipt read and the probe — a turn that ended is never called lost.
-            receipt = runner.receipt(target)
-            if receipt is not None:
-                return receipt
+        if no_marker:
             return _unfinished(
                 "worker-lost",
                 root,
